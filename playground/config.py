@@ -1,0 +1,208 @@
+"""Typed configuration: dataclass schemas registered in Hydra's ConfigStore.
+
+Every YAML file under ``conf/`` extends one of these schemas, so an unknown key or a value of the
+wrong type fails while Hydra composes the config, naming the key. Values that are well-typed but
+impossible (e.g. ``model.canon.positions=AX``) fail in the dataclasses' ``__post_init__`` when the
+config is turned into objects by :func:`to_objects`, again naming the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from playground.errors import ConfigError, check
+from playground.layers.canon import CanonConfig
+from playground.layers.mlp import MLPS
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+SCHEDULES = ("cosine", "linear", "constant")
+DTYPES = ("auto", "float32", "bfloat16")
+RESUME = ("auto", "never")
+
+
+@dataclass
+class ModelConfig:
+    size: str = "2L64D"  # label of the size preset, e.g. 12L768D
+    n_layers: int = 2
+    d_model: int = 64
+    head_dim: int = 64
+    mlp: str = "swiglu"  # swiglu | gelu | none
+    tie_embeddings: bool = False
+    init_std: float = 0.02
+    norm_eps: float = 1e-5
+    mixer: Any = MISSING  # one of the configs in playground.mixers.MIXERS
+    canon: CanonConfig = field(default_factory=CanonConfig)
+
+    def __post_init__(self) -> None:
+        check(self.n_layers >= 1, "model.n_layers", self.n_layers, "an integer >= 1")
+        check(self.head_dim >= 2 and self.head_dim % 2 == 0, "model.head_dim", self.head_dim,
+              "an even integer >= 2")
+        check(self.d_model % self.head_dim == 0, "model.d_model", self.d_model,
+              f"a multiple of model.head_dim={self.head_dim}")
+        check(self.mlp in MLPS, "model.mlp", self.mlp, f"one of {MLPS}")
+        check(self.init_std > 0, "model.init_std", self.init_std, "a number > 0")
+        if "C" in self.canon.positions or "D" in self.canon.positions:
+            check(self.mlp != "none", "model.canon.positions", self.canon.positions,
+                  "no C or D when model.mlp=none (there is no MLP to place them in)")
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 300
+    batch_size: int = 32  # windows per optimizer step (global, over devices and accumulation)
+    micro_batch_size: int = 0  # windows per forward pass; 0 = batch_size (no accumulation)
+    lr: float = 3e-3
+    schedule: str = "cosine"  # cosine | linear | constant (after warmup)
+    min_lr_ratio: float = 0.1  # final lr / peak lr (cosine-to-10% by default; 0 for linear-to-0)
+    warmup_steps: int = 0
+    weight_decay: float = 0.03
+    beta1: float = 0.9
+    beta2: float = 0.98
+    eps: float = 1e-6
+    grad_clip: float = 1.0  # max global grad norm; 0 disables clipping
+    log_every: int = 10
+    eval_every: int = 100  # steps between evaluations (and always at the end); 0 = only at the end
+    eval_batch_size: int = 64
+    ckpt_every: int = 100  # steps between checkpoints (and always at the end)
+    keep_checkpoints: int = 2
+    resume: str = "auto"  # auto: continue from the latest checkpoint | never: start afresh
+    compile: bool = False
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        positive = ("steps", "batch_size", "log_every", "eval_batch_size", "ckpt_every",
+                    "keep_checkpoints")
+        for key in positive:
+            check(getattr(self, key) >= 1, f"train.{key}", getattr(self, key), "an integer >= 1")
+        mb = self.micro_batch_size
+        check(mb >= 0 and (mb == 0 or self.batch_size % mb == 0), "train.micro_batch_size", mb,
+              f"0 or a divisor of train.batch_size={self.batch_size}")
+        check(self.lr > 0, "train.lr", self.lr, "a number > 0")
+        check(self.schedule in SCHEDULES, "train.schedule", self.schedule, f"one of {SCHEDULES}")
+        check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", self.min_lr_ratio, "a number in [0, 1]")
+        check(0 <= self.warmup_steps <= self.steps, "train.warmup_steps", self.warmup_steps,
+              f"an integer in [0, train.steps={self.steps}]")
+        check(self.eval_every >= 0, "train.eval_every", self.eval_every, "an integer >= 0")
+        check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
+        check(self.resume in RESUME, "train.resume", self.resume, f"one of {RESUME}")
+        check(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda"), "train.device",
+              self.device, "auto, cpu, cuda or cuda:N")
+
+
+@dataclass
+class DataConfig:
+    shard_examples: int = 256  # examples packed together; part of the data's identity
+    num_workers: int = 0  # loader processes (does not change the data)
+    prefetch: int = 4  # shards each worker prepares ahead
+
+    def __post_init__(self) -> None:
+        check(self.shard_examples >= 1, "data.shard_examples", self.shard_examples, "an integer >= 1")
+        check(self.num_workers >= 0, "data.num_workers", self.num_workers, "an integer >= 0")
+        check(self.prefetch >= 1, "data.prefetch", self.prefetch, "an integer >= 1")
+
+
+@dataclass
+class WandbConfig:
+    mode: str = "offline"  # offline | online | disabled (a mirror only; reports never read it)
+    project: str = "canon-playground"
+
+    def __post_init__(self) -> None:
+        modes = ("offline", "online", "disabled")
+        check(self.mode in modes, "wandb.mode", self.mode, f"one of {modes}")
+
+
+@dataclass
+class Config:
+    task: Any = MISSING  # one of the task configs of playground.tasks.TASKS
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    seed: int = 0  # model initialisation seed (the data seed is task.seed)
+    sweep: str = "default"  # runs go to results/<sweep>/<run_name>
+    run_name: str = "${pg_run_name:}"
+    out_dir: str = "results/${sweep}/${run_name}"
+
+
+def run_name(cfg: DictConfig) -> str:
+    """A descriptive name that spells out the paper's axes, e.g.
+    ``depo1_N225_K8_12L768D_rope_canon-ABCD_lr0.001_s0``. Tags are read from the raw config
+    (no checks here: a bad value is reported by :func:`to_objects` with its key)."""
+    from playground.mixers import MIXERS
+    from playground.tasks import TASKS
+
+    task_cls = TASKS[cfg.task.name]
+    difficulty = "_".join(f"{k}{cfg.task[k]}" for k in task_cls.Config.difficulty_keys)
+    mixer = MIXERS[cfg.model.mixer.name][0].tag(cfg.model.mixer)
+    canon = CanonConfig.tag(cfg.model.canon)
+    parts = [cfg.task.preset, difficulty, cfg.model.size, mixer, f"canon-{canon}",
+             f"lr{cfg.train.lr:g}", f"s{cfg.seed}"]
+    return "_".join(p for p in parts if p)
+
+
+def register() -> None:
+    """Register the schemas (idempotent) and the ``pg_run_name`` resolver."""
+    from playground.mixers import MIXERS
+    from playground.tasks import TASKS
+
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    for name, task in TASKS.items():
+        cs.store(group="task", name=f"{name}_schema", node=task.Config, package="task")
+    for name, (mixer_cfg, _) in MIXERS.items():
+        cs.store(group="mixer", name=f"{name}_schema", node=mixer_cfg, package="model.mixer")
+    cs.store(group="canon", name="canon_schema", node=CanonConfig, package="model.canon")
+    cs.store(group="train", name="train_schema", node=TrainConfig, package="train")
+    if not OmegaConf.has_resolver("pg_run_name"):
+        OmegaConf.register_new_resolver("pg_run_name", lambda *, _root_: run_name(_root_))
+
+
+def to_objects(cfg: DictConfig) -> Config:
+    """Resolve a composed config into dataclass objects, running every value check."""
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except ConfigError:
+        raise
+    except Exception as err:  # OmegaConf wraps errors raised inside __post_init__
+        cause = err.__cause__ or err.__context__
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        raise
+    return obj
+
+
+def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
+    """Compose ``conf/<config_name>.yaml`` with Hydra overrides, outside of a Hydra app."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        try:
+            return hydra_compose(config_name=config_name, overrides=overrides)
+        except HydraException as err:
+            detail = f" ({err.__cause__})".replace("\n", " ") if err.__cause__ else ""
+            raise ConfigError(f"{err}{detail}".replace("\n", " ")) from None
+
+
+def from_container(data: dict) -> Config:
+    """Typed config from a resolved dict (e.g. a run's ``config.yaml``), re-running every check."""
+    from playground.mixers import MIXERS
+    from playground.tasks import TASKS
+
+    data = dict(data)
+    data.pop("hydra", None)
+    task_cls = TASKS[data["task"]["name"]]
+    mixer_cls, _ = MIXERS[data["model"]["mixer"]["name"]]
+    schema = OmegaConf.structured(Config)
+    schema.task = OmegaConf.structured(task_cls.Config)
+    schema.model.mixer = OmegaConf.structured(mixer_cls)
+    return to_objects(OmegaConf.merge(schema, data))

@@ -1,0 +1,80 @@
+"""Deterministic training batches: shards built by loader workers, re-batched in stream order.
+
+Worker w of W builds shards w, w+W, w+2W, …; PyTorch's DataLoader returns the items of its
+workers round-robin, i.e. in shard order, so the window stream does not depend on the number of
+workers. Batches are cut from that stream in the main process, so they do not depend on how the
+batch is later split into micro-batches or devices. The position in the stream,
+``{"shard": s, "offset": o}`` (next window = window o of shard s), is saved in checkpoints.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from playground.data.packing import pack_shard
+from playground.tasks.base import Task
+
+
+class ShardStream(IterableDataset):
+    """Yields (shard index, tokens[W, T], mask[W, T]) for shards start, start+1, … in order."""
+
+    def __init__(self, task: Task, split: str, shard_examples: int, start: int = 0):
+        self.task, self.split, self.shard_examples, self.start = task, split, shard_examples, start
+
+    def __iter__(self):
+        info = get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        for shard in itertools.count(self.start + worker, workers):
+            tokens, mask = pack_shard(self.task, self.split, shard, self.shard_examples)
+            yield shard, torch.from_numpy(tokens), torch.from_numpy(mask)
+
+
+class Batches:
+    """Infinite iterator of (tokens int64[B, T], mask bool[B, T]) training batches."""
+
+    def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
+                 prefetch: int = 4, state: dict | None = None, split: str = "train"):
+        state = state or {"shard": 0, "offset": 0}
+        self.batch_size = batch_size
+        stream = ShardStream(task, split, shard_examples, start=state["shard"])
+        loader = DataLoader(stream, batch_size=None, num_workers=num_workers,
+                            prefetch_factor=prefetch if num_workers else None,
+                            persistent_workers=False)
+        self._shards: Iterator = iter(loader)
+        self._shard, self._offset = state["shard"], state["offset"]
+        self._tokens, self._mask = self._next_shard(expect=self._shard)
+
+    def _next_shard(self, expect: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shard, tokens, mask = next(self._shards)
+        assert shard == expect, f"loader returned shard {shard}, expected {expect}"
+        return tokens, mask
+
+    def state_dict(self) -> dict:
+        return {"shard": self._shard, "offset": self._offset}
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, masks, need = [], [], self.batch_size
+        while need:
+            if self._offset == len(self._tokens):
+                self._shard, self._offset = self._shard + 1, 0
+                self._tokens, self._mask = self._next_shard(expect=self._shard)
+            take = min(need, len(self._tokens) - self._offset)
+            tokens.append(self._tokens[self._offset : self._offset + take])
+            masks.append(self._mask[self._offset : self._offset + take])
+            self._offset += take
+            need -= take
+        return torch.cat(tokens).long(), torch.cat(masks)
+
+
+def window_stream(task: Task, shard_examples: int, count: int, split: str = "train") -> np.ndarray:
+    """The first ``count`` windows of the stream as int32[count, T] (for inspection and tests)."""
+    batches = Batches(task, count, shard_examples, split=split)
+    return next(batches)[0].numpy().astype(np.int32)

@@ -1,0 +1,48 @@
+"""Packing examples into fixed-length, left-aligned windows.
+
+A window starts at an example boundary (every example starts with ``<bos>``); examples are
+appended while they fit; one that does not fit is never truncated: it starts the next window,
+and the tail of the current window is padded (``<pad>``, loss masked).
+
+The training stream is cut into shards of ``shard_examples`` consecutive example indices, each
+packed on its own (the last window of a shard is flushed). A shard is therefore a pure function
+of (task config, split, shard index), which lets loader workers build shards in parallel while
+the stream stays identical for any number of workers, batch size or world size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from playground.tasks.base import Example, Task
+
+
+def pack(examples: Iterable[Example], context: int, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pack examples in order into windows. Returns tokens int32[W, context], mask bool[W, context]."""
+    windows: list[tuple[np.ndarray, np.ndarray]] = []
+    tokens = np.full(context, pad_id, np.int32)
+    mask = np.zeros(context, bool)
+    used = 0
+    for ex in examples:
+        n = len(ex)
+        if n > context:
+            raise ValueError(f"an example of {n} tokens does not fit in task.context={context}; "
+                             f"raise task.context or lower the task's difficulty")
+        if used + n > context:
+            windows.append((tokens, mask))
+            tokens, mask, used = np.full(context, pad_id, np.int32), np.zeros(context, bool), 0
+        tokens[used : used + n] = ex.tokens
+        mask[used : used + n] = ex.loss_mask
+        used += n
+    if used:
+        windows.append((tokens, mask))
+    return np.stack([w[0] for w in windows]), np.stack([w[1] for w in windows])
+
+
+def pack_shard(task: Task, split: str, shard: int, shard_examples: int) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of shard ``shard``: examples [shard·S, (shard+1)·S) of ``split``, packed."""
+    first = shard * shard_examples
+    examples = (task.example(split, i) for i in range(first, first + shard_examples))
+    return pack(examples, task.cfg.context, task.vocab.pad)

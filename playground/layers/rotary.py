@@ -1,0 +1,45 @@
+"""Rotary position embedding on a configurable fraction of each head's dims and of the heads.
+
+``dim_fraction`` rotates the first ``r`` dims of a head (``r`` = fraction × head_dim, rounded to
+an even number; the rest are position-free), ``head_fraction`` picks how many heads (the first
+ones) get RoPE at all. ``dim_fraction = 0`` or ``head_fraction = 0`` is NoPE. Within the rotated
+dims the two halves are paired (GPT-NeoX layout) with frequencies ``base^(-2i/r)``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self, n_heads: int, head_dim: int, dim_fraction: float, head_fraction: float,
+                 base: float = 10000.0):
+        super().__init__()
+        self.rot_dims = 2 * round(dim_fraction * head_dim / 2)
+        self.rot_heads = round(head_fraction * n_heads)
+        self.enabled = self.rot_dims > 0 and self.rot_heads > 0
+        half = self.rot_dims // 2
+        inv_freq = base ** (-torch.arange(half, dtype=torch.float64) / max(half, 1))
+        self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+
+    def angles(self, start: int, length: int, device: torch.device):
+        """cos, sin of shape [length, rot_dims/2] for positions start..start+length-1."""
+        pos = torch.arange(start, start + length, device=device, dtype=torch.float32)
+        freqs = torch.outer(pos, self.inv_freq.to(device))
+        return freqs.cos(), freqs.sin()
+
+    def forward(self, x: torch.Tensor, start: int) -> torch.Tensor:
+        """x: [B, H, T, hd]; rotate the configured heads/dims of positions start..start+T-1."""
+        if not self.enabled:
+            return x
+        cos, sin = self.angles(start, x.shape[2], x.device)
+        h, r = self.rot_heads, self.rot_dims
+        part = x[:, :h, :, :r].float()
+        x1, x2 = part.chunk(2, dim=-1)
+        rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+        if h == x.shape[1] and r == x.shape[3]:
+            return rotated
+        out = x.clone()
+        out[:, :h, :, :r] = rotated
+        return out

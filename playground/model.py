@@ -1,0 +1,116 @@
+"""The language model: embedding → blocks (mixer + MLP, pre-norm RMSNorm, residual, Canon hooks)
+→ final norm → head. One class for every backbone; the mixer and MLP kinds are configuration.
+
+Canon points: A on the mixer input (after its norm, width d), B inside the mixer, C on the MLP
+input (after its norm, width d), D inside the MLP.
+
+Decoding: ``cache = model.new_cache()``, then ``model(ids_chunk, cache)`` repeatedly (a prompt
+chunk, then one token at a time); logits equal those of one full forward pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from playground.config import ModelConfig
+from playground.layers.canon import Canon, canon_at
+from playground.layers.mlp import MLP
+from playground.mixers import MIXERS
+
+
+class Cache:
+    """Decoding state of every stateful layer (KV cache, Canon conv state, recurrent state),
+    keyed by the layer itself, plus the number of tokens processed so far."""
+
+    def __init__(self) -> None:
+        self.pos = 0
+        self._state: dict[int, object] = {}
+
+    def get(self, layer: nn.Module):
+        return self._state.get(id(layer))
+
+    def put(self, layer: nn.Module, value) -> None:
+        self._state[id(layer)] = value
+
+
+def build_mixer(cfg: ModelConfig) -> nn.Module:
+    _, mixer_cls = MIXERS[cfg.mixer.name]
+    return mixer_cls(cfg.d_model, cfg.head_dim, cfg.mixer, cfg.canon)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d = cfg.d_model
+        self.norm1 = nn.RMSNorm(d, eps=cfg.norm_eps)
+        self.canon_a = canon_at(cfg.canon, "A", d)
+        self.mixer = build_mixer(cfg)
+        self.mlp = None
+        if cfg.mlp != "none":
+            self.norm2 = nn.RMSNorm(d, eps=cfg.norm_eps)
+            self.canon_c = canon_at(cfg.canon, "C", d)
+            self.mlp = MLP(d, cfg.mlp, cfg.canon)
+
+    def forward(self, x: torch.Tensor, cache: Cache | None = None) -> torch.Tensor:
+        x = x + self.mixer(self.canon_a(self.norm1(x), cache), cache)
+        if self.mlp is not None:
+            x = x + self.mlp(self.canon_c(self.norm2(x), cache), cache)
+        return x
+
+
+class LM(nn.Module):
+    def __init__(self, cfg: ModelConfig, vocab_size: int):
+        super().__init__()
+        self.cfg, self.vocab_size = cfg, vocab_size
+        self.embed = nn.Embedding(vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.head.weight = self.embed.weight
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Normal(0, init_std) weights; residual output projections scaled by 1/sqrt(2·layers)
+        (GPT-2); Canon layers use their own initialisation; norms start at 1."""
+        std = self.cfg.init_std
+        for name, module in self.named_modules():
+            if isinstance(module, Canon):
+                module.reset_parameters(generator)
+            elif isinstance(module, nn.RMSNorm):
+                nn.init.ones_(module.weight)
+            elif isinstance(module, (nn.Linear, nn.Embedding)) and not (
+                module is self.head and self.cfg.tie_embeddings
+            ):
+                residual_out = name.endswith(("mixer.out", "mlp.down"))
+                scale = 1 / math.sqrt(2 * self.cfg.n_layers) if residual_out else 1.0
+                nn.init.normal_(module.weight, 0.0, std * scale, generator=generator)
+
+    def new_cache(self) -> Cache:
+        return Cache()
+
+    def forward(self, ids: torch.Tensor, cache: Cache | None = None) -> torch.Tensor:
+        """ids: [B, T] → logits [B, T, V] (float32)."""
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x, cache)
+        if cache is not None:
+            cache.pos += ids.shape[1]
+        return self.head(self.norm(x)).float()
+
+    def param_counts(self) -> dict[str, int]:
+        """Parameter counts: total (tied weights once), embedding+head, Canon, and the rest."""
+        params = {id(p): (n, p) for n, p in self.named_parameters()}.values()
+        total = sum(p.numel() for _, p in params)
+        canon = sum(p.numel() for n, p in params if ".canon_" in n)
+        embed = sum(p.numel() for n, p in params if n.startswith(("embed.", "head.")))
+        return {"total": total, "embedding": embed, "canon": canon, "non_embedding": total - embed}
+
+
+def build_model(cfg: ModelConfig, vocab_size: int, seed: int = 0) -> LM:
+    """The model with weights drawn from a private generator seeded with ``seed``."""
+    model = LM(cfg, vocab_size)
+    model.reset_parameters(torch.Generator().manual_seed(seed))
+    return model

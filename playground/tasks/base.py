@@ -1,0 +1,206 @@
+"""The Task protocol shared by every synthetic task, and the evaluation helpers they share.
+
+A task owns a compact vocabulary and a pure function ``example(split, index) -> Example``: the
+example depends only on (task config, ``seed``, split, index), through
+``np.random.default_rng([seed, split_id, index])``. Train and eval use disjoint seed streams
+(different ``split_id``), so no eval example can appear in training.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from playground.errors import check
+
+SPLITS = {"train": 0, "eval": 1, "test": 2}
+SPECIALS = ("<pad>", "<bos>", "<eos>", "<ans>")
+
+
+@dataclass
+class TaskConfig:
+    """Fields every task config has; each task subclasses it with its own knobs."""
+
+    name: str = "?"  # task family: a key of playground.tasks.TASKS
+    preset: str = "?"  # label used in run names and reports, e.g. "depo1"
+    seed: int = 0  # data seed: every architecture sees byte-identical data
+    context: int = 2048  # training window length in tokens
+    eval_size: int = 512  # number of eval examples (eval split, indices 0..eval_size-1)
+
+    def __post_init__(self) -> None:
+        check(self.seed >= 0, "task.seed", self.seed, "a non-negative integer")
+        check(self.context >= 8, "task.context", self.context, "an integer >= 8")
+        check(self.eval_size >= 1, "task.eval_size", self.eval_size, "an integer >= 1")
+
+
+@dataclass
+class Example:
+    tokens: np.ndarray  # int32[L]
+    loss_mask: np.ndarray  # bool[L]; True where token i is a target (predicted from tokens < i)
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+class Vocab:
+    """A task's own vocabulary: ids 0..V-1, the named specials first (``<pad>`` is 0)."""
+
+    def __init__(self, pieces: Sequence[str]):
+        pieces = list(SPECIALS) + list(pieces)
+        if len(set(pieces)) != len(pieces):
+            dup = sorted({p for p in pieces if pieces.count(p) > 1})
+            raise ValueError(f"duplicate vocabulary pieces: {dup}")
+        self.pieces = pieces
+        self.index = {p: i for i, p in enumerate(pieces)}
+        self.pad, self.bos, self.eos, self.ans = (self.index[s] for s in SPECIALS)
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def __getitem__(self, piece: str) -> int:
+        try:
+            return self.index[piece]
+        except KeyError:
+            raise KeyError(f"{piece!r} is not in the vocabulary") from None
+
+    def ids(self, pieces: Iterable[str]) -> list[int]:
+        return [self[p] for p in pieces]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join(self.pieces[int(i)] for i in ids)
+
+
+def rng_for(seed: int, split: str, index: int) -> np.random.Generator:
+    """The only source of randomness of an example."""
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r} is invalid: expected one of {sorted(SPLITS)}")
+    if index < 0:
+        raise ValueError(f"example index must be >= 0, got {index}")
+    return np.random.default_rng([seed, SPLITS[split], index])
+
+
+class ExampleBuilder:
+    """Accumulates (token ids, is_target) segments and remembers where each one landed."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.mask: list[bool] = []
+
+    def add(self, ids: Sequence[int], target: bool = False) -> tuple[int, int]:
+        """Append ``ids``; return their [start, end) positions."""
+        start = len(self.tokens)
+        self.tokens.extend(int(i) for i in ids)
+        self.mask.extend([target] * len(ids))
+        return start, len(self.tokens)
+
+    def build(self, meta: dict) -> Example:
+        return Example(np.asarray(self.tokens, np.int32), np.asarray(self.mask, bool), meta)
+
+
+class Task(ABC):
+    """A deterministic synthetic task. Subclasses set ``Config`` and ``primary_metric``."""
+
+    Config: ClassVar[type[TaskConfig]]
+    primary_metric: ClassVar[str]
+
+    def __init__(self, cfg: TaskConfig):
+        self.cfg = cfg
+        self.vocab = self.build_vocab()
+
+    @abstractmethod
+    def build_vocab(self) -> Vocab: ...
+
+    @abstractmethod
+    def example(self, split: str, index: int) -> Example: ...
+
+    @abstractmethod
+    def max_length(self) -> int:
+        """Upper bound on the length of any example this config can produce."""
+
+    @abstractmethod
+    def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+        """Task metrics of ``model`` on ``examples`` (batched, no gradients)."""
+
+    def eval_examples(self) -> list[Example]:
+        return [self.example("eval", i) for i in range(self.cfg.eval_size)]
+
+    def describe(self, ex: Example) -> str:
+        """Human-readable rendering; target tokens are wrapped in [brackets]."""
+        return " ".join(
+            f"[{self.vocab.pieces[t]}]" if m else self.vocab.pieces[t]
+            for t, m in zip(ex.tokens.tolist(), ex.loss_mask.tolist())
+        )
+
+    def to_json(self, ex: Example) -> dict:
+        return {
+            "tokens": ex.tokens.tolist(),
+            "pieces": [self.vocab.pieces[t] for t in ex.tokens.tolist()],
+            "loss_mask": ex.loss_mask.astype(int).tolist(),
+            "meta": ex.meta,
+        }
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation helpers shared by tasks
+
+
+def pad_batch(seqs: Sequence[np.ndarray], pad_id: int) -> torch.Tensor:
+    """Right-pad int sequences into a LongTensor [B, max_len] (causal models ignore the pad)."""
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return out
+
+
+@torch.no_grad()
+def teacher_forced_predictions(model, examples: list[Example], pad_id: int, batch_size: int) -> list[np.ndarray]:
+    """For each example, ``pred[i]`` = argmax token the model predicts at position i from tokens
+    < i (``pred[0] = -1``). Teacher forcing with argmax equals greedy decoding of each answer
+    token given the true prefix."""
+    device = next(model.parameters()).device
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
+    preds: list[np.ndarray] = [np.empty(0)] * len(examples)
+    was_training = model.training
+    model.eval()
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        ids = pad_batch([examples[i].tokens for i in idx], pad_id).to(device)
+        with autocast_for(device):
+            logits = model(ids)  # [B, L, V]
+        arg = logits.argmax(-1).cpu().numpy()
+        for row, i in enumerate(idx):
+            n = len(examples[i])
+            preds[i] = np.concatenate([[-1], arg[row, : n - 1]])
+    model.train(was_training)
+    return preds
+
+
+def autocast_for(device: torch.device, dtype: str = "auto"):
+    """bf16 autocast for ``dtype="bfloat16"``, or ``"auto"`` on CUDA; otherwise a no-op."""
+    enabled = dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def span_accuracy(examples: list[Example], preds: list[np.ndarray], group: str) -> dict[str, float]:
+    """Exact-match and token accuracy over answer spans ``meta["spans"]`` (dicts with ``start``,
+    ``end`` and the stratification key ``group``), overall and per group value."""
+    exact: dict[Any, list[bool]] = defaultdict(list)
+    token: dict[Any, list[float]] = defaultdict(list)
+    for ex, pred in zip(examples, preds):
+        for span in ex.meta["spans"]:
+            ok = pred[span["start"] : span["end"]] == ex.tokens[span["start"] : span["end"]]
+            for key in ("all", span[group]):
+                exact[key].append(bool(ok.all()))
+                token[key].extend(ok.tolist())
+    out = {"acc": float(np.mean(exact["all"])), "tok_acc": float(np.mean(token["all"]))}
+    for key in sorted(k for k in exact if k != "all"):
+        out[f"acc_{group}{key}"] = float(np.mean(exact[key]))
+        out[f"tok_acc_{group}{key}"] = float(np.mean(token[key]))
+    return out

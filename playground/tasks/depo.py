@@ -1,0 +1,132 @@
+"""Depo: reasoning depth. k-hop lookups along one directed cycle of n random words.
+
+Layout: ``<bos> x1 y1 … xn yn <query_k> q <ans> a …`` — the n edges ``x y`` of the cycle
+w0→w1→…→w(n-1)→w0 in shuffled order, then min(n, 10) distinct queries; ``a`` is the k-th
+successor of ``q``. A word is 1..L symbols: ``min_len-1..max_len-1`` inner symbols ``c*`` and one
+end-of-word symbol ``e*`` (so word boundaries are visible). Loss on ``<ans>`` and the answer.
+
+A decoded Depo1-style example (``N=4, K=2, V=3``; targets in brackets)::
+
+    <bos> c1 e0 e2 e2 c2 e1 e1 c2 e1 c1 e0 <query_2> c1 e0 [<ans>] [e2] <query_1> e2 [<ans>] [c2] [e1]
+
+Training samples n ∈ {3..N} with P(n) ∝ 1/(n + √N) and k ~ U[1, K]; eval uses n = N and spreads
+k evenly over 1..K. Facts: ../shared/TASKS.md (Depo).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from playground.errors import check
+from playground.tasks.base import (
+    Example,
+    ExampleBuilder,
+    Task,
+    TaskConfig,
+    Vocab,
+    rng_for,
+    span_accuracy,
+    teacher_forced_predictions,
+)
+
+
+@dataclass
+class DepoConfig(TaskConfig):
+    name: str = "depo"
+    preset: str = "depo1"
+    N: int = 225  # most words in a cycle; eval uses n = N
+    K: int = 8  # most hops; train k ~ U[1, K]
+    V: int = 50  # inner symbols, and as many end-of-word symbols
+    min_len: int = 1  # word length range (symbols, end symbol included)
+    max_len: int = 2
+    n_min: int = 3  # smallest training n
+    queries: int = 10  # queries per example: min(n, queries)
+
+    difficulty_keys: ClassVar[tuple[str, ...]] = ("N", "K")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.V >= 1, "task.V", self.V, "an integer >= 1")
+        check(1 <= self.min_len <= self.max_len, "task.min_len", self.min_len,
+              f"1 <= min_len <= max_len (max_len={self.max_len})")
+        check(3 <= self.n_min <= self.N, "task.n_min", self.n_min, f"3 <= n_min <= N (N={self.N})")
+        check(self.K >= 1, "task.K", self.K, "an integer >= 1")
+        check(self.queries >= 1, "task.queries", self.queries, "an integer >= 1")
+        distinct = sum(self.V**length for length in range(self.min_len, self.max_len + 1))
+        check(self.N <= distinct // 2, "task.N", self.N,
+              f"at most half the {distinct} distinct words that V, min_len, max_len allow")
+
+
+class Depo(Task):
+    Config = DepoConfig
+    primary_metric = "acc_at_K"
+
+    def __init__(self, cfg: DepoConfig):
+        super().__init__(cfg)
+        ns = np.arange(cfg.n_min, cfg.N + 1)
+        weights = 1.0 / (ns + np.sqrt(cfg.N))
+        self._ns, self._pn = ns, weights / weights.sum()
+
+    def build_vocab(self) -> Vocab:
+        c = self.cfg
+        queries = [f"<query_{k}>" for k in range(1, c.K + 1)]
+        return Vocab(queries + [f"c{i}" for i in range(c.V)] + [f"e{i}" for i in range(c.V)])
+
+    def max_length(self) -> int:
+        c = self.cfg
+        return 1 + 2 * c.N * c.max_len + min(c.N, c.queries) * (2 + 2 * c.max_len)
+
+    def _words(self, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
+        """n distinct random words as token-id tuples, in the random order they were drawn."""
+        c, v = self.cfg, self.vocab
+        inner, end = v["c0"], v["e0"]
+        words: list[tuple[int, ...]] = []
+        seen: set[tuple[int, ...]] = set()
+        while len(words) < n:
+            m = 2 * (n - len(words)) + 8
+            lengths = rng.integers(c.min_len, c.max_len + 1, size=m)
+            body = rng.integers(0, c.V, size=(m, c.max_len))
+            for length, row in zip(lengths.tolist(), body.tolist()):
+                word = tuple(inner + s for s in row[: length - 1]) + (end + row[-1],)
+                if word not in seen and len(words) < n:
+                    seen.add(word)
+                    words.append(word)
+        return words
+
+    def example(self, split: str, index: int) -> Example:
+        c, v = self.cfg, self.vocab
+        rng = rng_for(c.seed, split, index)
+        n = int(rng.choice(self._ns, p=self._pn)) if split == "train" else c.N
+        cycle = self._words(rng, n)  # cycle[i] -> cycle[(i + 1) % n]
+        b = ExampleBuilder()
+        b.add([v.bos])
+        for i in rng.permutation(n).tolist():
+            b.add(cycle[i] + cycle[(i + 1) % n])
+        nq = min(n, c.queries)
+        starts = rng.choice(n, size=nq, replace=False).tolist()
+        if split == "train":
+            ks = rng.integers(1, c.K + 1, size=nq).tolist()
+        else:  # spread k evenly over 1..K across the eval set
+            ks = [1 + (index * nq + j) % c.K for j in range(nq)]
+        queries, spans = [], []
+        for q, k in zip(starts, ks):
+            answer = cycle[(q + k) % n]
+            b.add([v[f"<query_{k}>"], *cycle[q]])
+            b.add([v.ans], target=True)
+            start, end = b.add(answer, target=True)
+            spans.append({"start": start, "end": end, "k": k})
+            queries.append({"k": k, "query": v.decode(cycle[q]), "answer": v.decode(answer)})
+        meta = {"n": n, "cycle": [v.decode(w) for w in cycle], "queries": queries, "spans": spans}
+        return b.build(meta)
+
+    def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+        preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)
+        out = span_accuracy(examples, preds, "k")
+        K = self.cfg.K
+        out["acc_at_K"] = out.get(f"acc_k{K}", float("nan"))
+        if K >= 2:
+            out["acc_at_K2"] = out.get(f"acc_k{K // 2}", float("nan"))
+        return out

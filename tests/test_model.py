@@ -1,0 +1,128 @@
+"""The model: causality, cached decoding, Canon layers, RoPE options, parameter counts."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from playground.config import ModelConfig
+from playground.layers.canon import Canon, CanonConfig, causal_conv
+from playground.layers.mlp import swiglu_width
+from playground.layers.rotary import Rotary
+from playground.mixers.attention import AttentionConfig
+from playground.model import build_model
+
+CANON_SUBSETS = ["".join(s) for r in range(5) for s in itertools.combinations("ABCD", r)]
+ROPES = {"rope": (1.0, 1.0), "nope": (0.0, 1.0), "rope_quarter": (0.25, 1.0), "rope_half_heads": (1.0, 0.5)}
+V = 23
+
+
+def tiny(positions="ABCD", rope="rope", mlp="swiglu", **canon) -> torch.nn.Module:
+    frac, heads = ROPES[rope]
+    cfg = ModelConfig(n_layers=2, d_model=64, head_dim=32, mlp=mlp,
+                      mixer=AttentionConfig(rope_fraction=frac, rope_heads=heads),
+                      canon=CanonConfig(positions=positions, **canon))
+    return build_model(cfg, V, seed=1).eval()
+
+
+@pytest.mark.parametrize("positions", CANON_SUBSETS)
+@pytest.mark.parametrize("rope", list(ROPES))
+def test_causality(positions, rope):
+    """Changing token t changes no logit at positions < t (and does change some at >= t)."""
+    model = tiny(positions, rope)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, V, (2, 16), generator=g)
+    t = 9
+    changed = ids.clone()
+    changed[:, t] = (ids[:, t] + 1) % V
+    with torch.no_grad():
+        a, b = model(ids), model(changed)
+    assert torch.equal(a[:, :t], b[:, :t])
+    assert not torch.allclose(a[:, t:], b[:, t:])
+
+
+@pytest.mark.parametrize("positions,rope,mlp", [("", "rope", "swiglu"), ("ABCD", "rope", "swiglu"),
+                                                ("ABCD", "nope", "gelu"), ("BD", "rope_quarter", "swiglu"),
+                                                ("AC", "rope_half_heads", "gelu")])
+def test_cached_decoding_equals_full_forward(positions, rope, mlp):
+    model = tiny(positions, rope, mlp, activation="silu", bias=True)
+    ids = torch.randint(0, V, (3, 20), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full = model(ids)
+        cache = model.new_cache()
+        chunks = [model(ids[:, :7], cache), model(ids[:, 7:12], cache)]
+        chunks += [model(ids[:, i : i + 1], cache) for i in range(12, 20)]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), full, rtol=1e-5, atol=1e-5)
+
+
+def test_canon_matches_explicit_sum():
+    """Independent recomputation: y[t] = x[t] + sum_j w[:, K-1-j] * x[t-j]."""
+    g = torch.Generator().manual_seed(3)
+    for kernel in (1, 2, 4, 7):
+        layer = Canon(5, CanonConfig(positions="A", kernel=kernel, bias=True))
+        layer.reset_parameters(g)
+        torch.nn.init.normal_(layer.bias, generator=g)
+        x = torch.randn(2, 9, 5, generator=g)
+        expected = x.clone()
+        for t in range(9):
+            for j in range(min(kernel, t + 1)):
+                expected[:, t] += layer.weight[:, kernel - 1 - j] * x[:, t - j]
+            expected[:, t] += layer.bias
+        torch.testing.assert_close(layer(x), expected)
+
+
+def test_canon_variants():
+    x = torch.randn(2, 6, 4)
+    zero = Canon(4, CanonConfig(positions="A", init="zero"))
+    assert torch.equal(zero(x), x)  # residual + zero init = identity at step 0
+    nores = Canon(4, CanonConfig(positions="A", residual=False))
+    torch.testing.assert_close(nores(x), causal_conv(x, nores.weight, None))
+    silu = Canon(4, CanonConfig(positions="A", activation="silu"))
+    torch.testing.assert_close(silu(x), x + torch.nn.functional.silu(causal_conv(x, silu.weight, None)))
+
+
+def test_rotary_options():
+    x = torch.randn(1, 4, 6, 16)
+    assert torch.equal(Rotary(4, 16, 0.0, 1.0)(x, 0), x)  # NoPE
+    quarter = Rotary(4, 16, 0.25, 1.0)(x, 3)
+    assert torch.equal(quarter[..., 4:], x[..., 4:]) and not torch.equal(quarter[..., :4], x[..., :4])
+    half_heads = Rotary(4, 16, 1.0, 0.5)(x, 3)
+    assert torch.equal(half_heads[:, 2:], x[:, 2:]) and not torch.equal(half_heads[:, :2], x[:, :2])
+    # full RoPE: q·k depends on the relative position only
+    rot = Rotary(1, 16, 1.0, 1.0)
+    q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+    dot = [(rot(q, s + 5) * rot(k, s)).sum() for s in (0, 11, 40)]
+    torch.testing.assert_close(torch.stack(dot), dot[0].expand(3), rtol=1e-4, atol=1e-4)
+
+
+SIZES = {"8L512D": (8, 512), "8L768D": (8, 768), "12L512D": (12, 512), "12L768D": (12, 768)}
+
+
+def expected_params(layers: int, d: int, vocab: int, canon: str) -> int:
+    """Closed form: untied embedding + head, per layer 2 norms + qkv/out + SwiGLU, final norm."""
+    ff = swiglu_width(d)
+    per_layer = 2 * d + 4 * d * d + 3 * d * ff
+    widths = {"A": d, "B": 3 * d, "C": d, "D": 2 * ff}
+    per_layer += sum(4 * widths[p] for p in canon)
+    return 2 * vocab * d + layers * per_layer + d
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_param_counts(size):
+    layers, d = SIZES[size]
+    counts = {}
+    for canon in ("", "ABCD"):
+        cfg = ModelConfig(size=size, n_layers=layers, d_model=d, mixer=AttentionConfig(),
+                          canon=CanonConfig(positions=canon))
+        with torch.device("meta"):
+            model = build_model(cfg, 112)
+        counts[canon] = model.param_counts()["total"]
+        assert counts[canon] == expected_params(layers, d, 112, canon)
+    if size == "12L768D":
+        assert counts["ABCD"] / counts[""] - 1 < 0.005
+
+
+def test_swiglu_width():
+    assert [swiglu_width(d) for d in (64, 128, 512, 768)] == [192, 320, 1344, 2048]

@@ -1,0 +1,114 @@
+"""The trainer: learning, run directory, exact resume after kill -9, config errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from playground import runs
+from playground.config import TrainConfig
+from playground.evaluate import evaluate_run
+from playground.train import lr_at, run
+
+TINY = ["task.N=8", "task.V=8", "task.context=96", "task.eval_size=32", "size=2L64D",
+        "train.batch_size=8", "train.log_every=1", "train.warmup_steps=2"]
+
+
+def losses(run_dir: Path) -> list[tuple[int, float]]:
+    return [(r["step"], r["loss"]) for r in runs.MetricsLog(run_dir / "metrics.jsonl").records()
+            if r["split"] == "train"]
+
+
+def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
+    summary = run(make_cfg(*TINY, "train.steps=40", "train.eval_every=20", "train.ckpt_every=20"))
+    out = tmp_path / "run"
+    assert {p.name for p in out.iterdir()} >= {"config.yaml", "metrics.jsonl", "summary.json", "checkpoints"}
+    log = losses(out)
+    assert [s for s, _ in log] == list(range(1, 41))
+    first, last = sum(v for _, v in log[:5]) / 5, sum(v for _, v in log[-5:]) / 5
+    assert last < 0.8 * first
+    saved = runs.read_json(out / "summary.json")
+    assert saved["status"] == "finished" and saved["step"] == 40
+    assert saved["params"]["total"] > 0 and saved["primary_metric"] == "acc_at_K"
+    assert set(saved["metrics"]) >= {"acc", "tok_acc", "acc_k1", "acc_k2", "acc_at_K", "acc_at_K2"}
+    assert summary["metrics"] == saved["metrics"]
+    evals = [r for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "eval"]
+    assert [r["step"] for r in evals] == [20, 40]
+    # playground-eval on the final checkpoint reproduces the run's final metrics exactly
+    again = evaluate_run(out, device="cpu")
+    assert again["step"] == 40 and again["metrics"] == saved["metrics"]
+
+
+def test_finished_run_is_skipped_and_changed_config_refused(make_cfg):
+    cfg = make_cfg(*TINY, "train.steps=3")
+    run(cfg)
+    assert run(cfg)["status"] == "finished"
+    with pytest.raises(ValueError, match=r"task.V: 8 -> 9"):
+        run(make_cfg(*TINY, "train.steps=3", "task.V=9"))
+
+
+def test_gradient_accumulation_matches_full_batch(make_cfg):
+    a = run(make_cfg(*TINY, "train.steps=4", run="full"))
+    b = run(make_cfg(*TINY, "train.steps=4", "train.micro_batch_size=2", run="micro"))
+    assert math.isclose(a["final_loss"], b["final_loss"], rel_tol=1e-4)
+
+
+def test_lr_schedules():
+    t = TrainConfig(steps=100, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
+    assert lr_at(5, t) == 0.5 and lr_at(10, t) == 1.0
+    assert math.isclose(lr_at(100, t), 0.1) and math.isclose(lr_at(55, t), 0.55)
+    lin = TrainConfig(steps=100, lr=1.0, schedule="linear", min_lr_ratio=0.0)
+    assert lin.warmup_steps == 0 and lr_at(1, lin) == 0.99 and lr_at(100, lin) == 0.0
+
+
+def _train_cmd(out: Path, steps: int) -> list[str]:
+    args = ["wandb.mode=disabled", "train.progress=false", f"out_dir={out}", *TINY,
+            f"train.steps={steps}", "train.ckpt_every=5", "train.eval_every=10", "train.keep_checkpoints=3"]
+    return [sys.executable, "-m", "playground.train", *args]
+
+
+def test_kill_and_resume_reproduces_losses_exactly(tmp_path):
+    steps = 150
+    ref, killed = tmp_path / "ref", tmp_path / "killed"
+    subprocess.run(_train_cmd(ref, steps), check=True, capture_output=True)
+    proc = subprocess.Popen(_train_cmd(killed, steps), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(s >= 13 for s, _ in losses(killed) if (killed / "metrics.jsonl").exists()):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "summary.json").exists() or runs.read_json(killed / "summary.json")["status"] == "running"
+    resumed = subprocess.run(_train_cmd(killed, steps), check=True, capture_output=True, text=True)
+    assert "resumed from step" in resumed.stdout
+    assert losses(killed) == losses(ref)
+    evals = lambda d: [r for r in runs.MetricsLog(d / "metrics.jsonl").records() if r["split"] == "eval"]
+    assert evals(killed) == evals(ref)
+    assert len(runs.checkpoint_paths(killed / "checkpoints")) == 3
+
+
+@pytest.mark.parametrize("override,key", [("task.NN=3", "task.NN"), ("train.lr=fast", "train.lr"),
+                                          ("model.canon.positions=AX", "model.canon.positions"),
+                                          ("train.micro_batch_size=5", "train.micro_batch_size"),
+                                          ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction")])
+def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
+    out = tmp_path / "bad"
+    proc = subprocess.run([sys.executable, "-m", "playground.train", "wandb.mode=disabled",
+                           f"out_dir={out}", override], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert key in proc.stderr + proc.stdout
+    assert not (out / "metrics.jsonl").exists()
+
+
+def test_metrics_are_json_lines(make_cfg, tmp_path):
+    run(make_cfg(*TINY, "train.steps=2"))
+    for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines():
+        assert isinstance(json.loads(line)["step"], int)
