@@ -229,7 +229,7 @@ class Mirror:
             print("wandb is not installed; continuing without the mirror", file=sys.stderr)
             return
         self.run = wandb.init(project=cfg.wandb.project, name=cfg.run_name, dir=cfg.out_dir,
-                              mode=cfg.wandb.mode, config=container, reinit=True)
+                              mode=cfg.wandb.mode, config=container)
 
     def log(self, record: dict, step: int) -> None:
         if self.run is not None:

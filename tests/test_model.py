@@ -126,3 +126,24 @@ def test_param_counts(size):
 
 def test_swiglu_width():
     assert [swiglu_width(d) for d in (64, 128, 512, 768)] == [192, 320, 1344, 2048]
+
+
+@pytest.mark.parametrize("kernel", [1, 3, 4, 8])
+def test_canon_shifted_path_matches_conv1d_reference(kernel):
+    """Outputs and gradients of the layout-friendly path equal the F.conv1d reference."""
+    from playground.layers.canon import causal_conv_shifted
+
+    g = torch.Generator().manual_seed(kernel)
+    x = torch.randn(2, 11, 6, generator=g, requires_grad=True)
+    w = torch.randn(6, kernel, generator=g, requires_grad=True)
+    b = torch.randn(6, generator=g, requires_grad=True)
+    prev = torch.randn(2, kernel - 1, 6, generator=g)
+    grads = []
+    for fn in (causal_conv, causal_conv_shifted):
+        for p in (None, prev):
+            y = fn(x, w, b, p)
+            gy = torch.randn(y.shape, generator=torch.Generator().manual_seed(9))
+            grads.append((y, *torch.autograd.grad(y, (x, w, b), gy)))
+    for ref, fast in zip(grads[:2], grads[2:]):
+        for a, c in zip(ref, fast):
+            torch.testing.assert_close(c, a, rtol=1e-5, atol=1e-5)

@@ -57,12 +57,27 @@ class CanonConfig:
 
 def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 prev: torch.Tensor | None = None) -> torch.Tensor:
-    """Depthwise causal conv. x: [B, T, C]; weight: [C, K] (``weight[:, -1]`` multiplies the
-    current token); prev: [B, K-1, C] inputs preceding x (zeros when None). Returns [B, T, C]."""
+    """Reference depthwise causal conv through ``F.conv1d``. x: [B, T, C]; weight: [C, K]
+    (``weight[:, -1]`` multiplies the current token); prev: [B, K-1, C] inputs preceding x
+    (zeros when None). Returns [B, T, C]."""
     k = weight.shape[1]
     xp = F.pad(x, (0, 0, k - 1, 0)) if prev is None else torch.cat([prev, x], dim=1)
     y = F.conv1d(xp.transpose(1, 2), weight.unsqueeze(1), bias, groups=x.shape[-1])
     return y.transpose(1, 2)
+
+
+def causal_conv_shifted(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                        prev: torch.Tensor | None = None) -> torch.Tensor:
+    """The same conv as a sum of K shifted, channel-scaled copies of x, in the [B, T, C] layout.
+    Under ``torch.compile`` it fuses into a few kernels and beats cuDNN's depthwise conv1d by
+    about 1.5× (docs/PERFORMANCE.md); in eager mode conv1d is faster, so :class:`Canon` picks
+    this path only while compiling. Tested equal to :func:`causal_conv`."""
+    k, t = weight.shape[1], x.shape[1]
+    xp = F.pad(x, (0, 0, k - 1, 0)) if prev is None else torch.cat([prev, x], dim=1)
+    y = xp[:, k - 1 :] * weight[:, k - 1]
+    for j in range(k - 1):
+        y = y + xp[:, j : j + t] * weight[:, j]
+    return y if bias is None else y + bias
 
 
 class Canon(nn.Module):
@@ -91,7 +106,9 @@ class Canon(nn.Module):
             if prev is None:
                 prev = x.new_zeros(x.shape[0], self.cfg.kernel - 1, x.shape[-1])
             cache.put(self, torch.cat([prev, x], dim=1)[:, x.shape[1]:])
-        y = causal_conv(x, self.weight.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype), prev)
+        bias = None if self.bias is None else self.bias.to(x.dtype)
+        conv = causal_conv_shifted if torch.compiler.is_compiling() else causal_conv
+        y = conv(x, self.weight.to(x.dtype), bias, prev)
         if self.cfg.activation == "silu":
             y = F.silu(y)
         return x + y if self.cfg.residual else y
