@@ -29,6 +29,7 @@ RESUME = ("auto", "never")
 class ModelConfig:
     size: str = "2L64D"  # label of the size preset, e.g. 12L768D
     n_layers: int = 2
+    depth_multiplier: int = 1  # blocks = n_layers × this (pure Mamba2 uses 2 to match Llama sizes)
     d_model: int = 64
     head_dim: int = 64
     mlp: str = "swiglu"  # swiglu | gelu | none
@@ -40,6 +41,8 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         check(self.n_layers >= 1, "model.n_layers", self.n_layers, "an integer >= 1")
+        check(self.depth_multiplier >= 1, "model.depth_multiplier", self.depth_multiplier,
+              "an integer >= 1")
         check(self.head_dim >= 2 and self.head_dim % 2 == 0, "model.head_dim", self.head_dim,
               "an even integer >= 2")
         check(self.d_model % self.head_dim == 0, "model.d_model", self.d_model,
@@ -53,7 +56,7 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
-    steps: int = 300
+    steps: int = 300  # optimizer updates; 0 = the task's own count (e.g. Capo's exposures)
     batch_size: int = 32  # windows per optimizer step (global, over devices and accumulation)
     micro_batch_size: int = 0  # windows per forward pass; 0 = batch_size (no accumulation)
     lr: float = 3e-3
@@ -77,7 +80,8 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        positive = ("steps", "batch_size", "log_every", "eval_batch_size", "ckpt_every",
+        check(self.steps >= 0, "train.steps", self.steps, "an integer >= 0 (0 = set by the task)")
+        positive = ("batch_size", "log_every", "eval_batch_size", "ckpt_every",
                     "keep_checkpoints")
         for key in positive:
             check(getattr(self, key) >= 1, f"train.{key}", getattr(self, key), "an integer >= 1")
@@ -87,8 +91,8 @@ class TrainConfig:
         check(self.lr > 0, "train.lr", self.lr, "a number > 0")
         check(self.schedule in SCHEDULES, "train.schedule", self.schedule, f"one of {SCHEDULES}")
         check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", self.min_lr_ratio, "a number in [0, 1]")
-        check(0 <= self.warmup_steps <= self.steps, "train.warmup_steps", self.warmup_steps,
-              f"an integer in [0, train.steps={self.steps}]")
+        check(0 <= self.warmup_steps and (self.steps == 0 or self.warmup_steps <= self.steps),
+              "train.warmup_steps", self.warmup_steps, f"an integer in [0, train.steps={self.steps}]")
         check(self.eval_every >= 0, "train.eval_every", self.eval_every, "an integer >= 0")
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
         check(self.resume in RESUME, "train.resume", self.resume, f"one of {RESUME}")

@@ -5,7 +5,8 @@ Canon points: A on the mixer input (after its norm, width d), B inside the mixer
 input (after its norm, width d), D inside the MLP.
 
 Decoding: ``cache = model.new_cache()``, then ``model(ids_chunk, cache)`` repeatedly (a prompt
-chunk, then one token at a time); logits equal those of one full forward pass.
+chunk, then one token at a time); logits equal those of one full forward pass. Prompts of
+different lengths share a batch by left padding with ``valid`` (see ``layers/seq.py``).
 """
 
 from __future__ import annotations
@@ -18,22 +19,8 @@ from torch import nn
 from playground.config import ModelConfig
 from playground.layers.canon import Canon, canon_at
 from playground.layers.mlp import MLP
+from playground.layers.seq import Cache, Seq
 from playground.mixers import MIXERS
-
-
-class Cache:
-    """Decoding state of every stateful layer (KV cache, Canon conv state, recurrent state),
-    keyed by the layer itself, plus the number of tokens processed so far."""
-
-    def __init__(self) -> None:
-        self.pos = 0
-        self._state: dict[int, object] = {}
-
-    def get(self, layer: nn.Module):
-        return self._state.get(id(layer))
-
-    def put(self, layer: nn.Module, value) -> None:
-        self._state[id(layer)] = value
 
 
 def build_mixer(cfg: ModelConfig) -> nn.Module:
@@ -54,10 +41,10 @@ class Block(nn.Module):
             self.canon_c = canon_at(cfg.canon, "C", d)
             self.mlp = MLP(d, cfg.mlp, cfg.canon)
 
-    def forward(self, x: torch.Tensor, cache: Cache | None = None) -> torch.Tensor:
-        x = x + self.mixer(self.canon_a(self.norm1(x), cache), cache)
+    def forward(self, x: torch.Tensor, seq: Seq | None = None) -> torch.Tensor:
+        x = x + self.mixer(self.canon_a(self.norm1(x), seq), seq)
         if self.mlp is not None:
-            x = x + self.mlp(self.canon_c(self.norm2(x), cache), cache)
+            x = x + self.mlp(self.canon_c(self.norm2(x), seq), seq)
         return x
 
 
@@ -66,7 +53,7 @@ class LM(nn.Module):
         super().__init__()
         self.cfg, self.vocab_size = cfg, vocab_size
         self.embed = nn.Embedding(vocab_size, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers * cfg.depth_multiplier))
         self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         if cfg.tie_embeddings:
@@ -85,19 +72,22 @@ class LM(nn.Module):
                 module is self.head and self.cfg.tie_embeddings
             ):
                 residual_out = name.endswith(("mixer.out", "mlp.down"))
-                scale = 1 / math.sqrt(2 * self.cfg.n_layers) if residual_out else 1.0
+                scale = 1 / math.sqrt(2 * len(self.blocks)) if residual_out else 1.0
                 nn.init.normal_(module.weight, 0.0, std * scale, generator=generator)
 
     def new_cache(self) -> Cache:
         return Cache()
 
-    def forward(self, ids: torch.Tensor, cache: Cache | None = None) -> torch.Tensor:
-        """ids: [B, T] → logits [B, T, V] (float32)."""
+    def forward(self, ids: torch.Tensor, cache: Cache | None = None,
+                valid: torch.Tensor | None = None) -> torch.Tensor:
+        """ids: [B, T] → logits [B, T, V] (float32). ``cache`` continues a decoding;
+        ``valid`` [B, T] marks real tokens (False at padding, e.g. left-padded prompts)."""
+        seq = Seq.build(ids, cache, valid)
         x = self.embed(ids)
         for block in self.blocks:
-            x = block(x, cache)
-        if cache is not None:
-            cache.pos += ids.shape[1]
+            x = block(x, seq)
+        if seq is not None:
+            seq.advance(ids.shape[1])
         return self.head(self.norm(x)).float()
 
     def param_counts(self) -> dict[str, int]:

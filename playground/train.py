@@ -11,6 +11,7 @@ periodic evaluation, atomic checkpoints and exact resume (model, optimizer, data
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -286,9 +287,22 @@ def check_same_run(out: Path, container: dict) -> None:
                           "Choose another run_name= or sweep=, or pass train.resume=never to replace it.")
 
 
+def resolve_steps(cfg: Config) -> Config:
+    """``train.steps=0`` asks the task for its step count (e.g. Capo: N·E biographies)."""
+    if cfg.train.steps:
+        return cfg
+    steps = build_task(cfg.task).train_steps(cfg.train.batch_size)
+    if not steps:
+        raise ConfigError(f"train.steps=0 is invalid for task {cfg.task.name!r}: it prescribes no "
+                          "step count; set train.steps")
+    print(f"train.steps=0: the task prescribes {steps} steps at batch size {cfg.train.batch_size}")
+    cfg.train = dataclasses.replace(cfg.train, steps=steps)
+    return cfg
+
+
 def run(dcfg: DictConfig) -> dict:
     """Train one run described by a composed config; returns its summary."""
-    cfg = to_objects(dcfg)
+    cfg = resolve_steps(to_objects(dcfg))
     out = Path(cfg.out_dir)
     container = OmegaConf.to_container(dcfg, resolve=True)
     summary_path = out / "summary.json"

@@ -99,16 +99,18 @@ class Canon(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, cache=None) -> torch.Tensor:  # [B, T, C] -> [B, T, C]
-        prev = None
-        if cache is not None:
-            prev = cache.get(self)
+    def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, C] -> [B, T, C]
+        inp, prev = x, None
+        if seq is not None and seq.valid is not None:
+            inp = x * seq.valid[..., None].to(x.dtype)  # padding enters the conv as zeros
+        if seq is not None and seq.cache is not None:
+            prev = seq.cache.get(self)
             if prev is None:
                 prev = x.new_zeros(x.shape[0], self.cfg.kernel - 1, x.shape[-1])
-            cache.put(self, torch.cat([prev, x], dim=1)[:, x.shape[1]:])
+            seq.cache.put(self, torch.cat([prev, inp], dim=1)[:, x.shape[1]:])
         bias = None if self.bias is None else self.bias.to(x.dtype)
         conv = causal_conv_shifted if torch.compiler.is_compiling() else causal_conv
-        y = conv(x, self.weight.to(x.dtype), bias, prev)
+        y = conv(inp, self.weight.to(x.dtype), bias, prev)
         if self.cfg.activation == "silu":
             y = F.silu(y)
         return x + y if self.cfg.residual else y
@@ -117,7 +119,7 @@ class Canon(nn.Module):
 class NoCanon(nn.Module):
     """Stands where a Canon layer is not configured, so call sites need no branches."""
 
-    def forward(self, x: torch.Tensor, cache=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:
         return x
 
 

@@ -30,8 +30,8 @@ class MLP(nn.Module):
         self.canon_d = canon_at(canon, "D", up_width)
         self.down = nn.Linear(hidden, d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cache=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
-        h = self.canon_d(self.up(x), cache)
+    def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
+        h = self.canon_d(self.up(x), seq)
         if self.kind == "swiglu":
             gate, up = h.chunk(2, dim=-1)
             h = F.silu(gate) * up

@@ -23,17 +23,20 @@ class Rotary(nn.Module):
         inv_freq = base ** (-torch.arange(half, dtype=torch.float64) / max(half, 1))
         self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
 
-    def angles(self, start: int, length: int, device: torch.device):
-        """cos, sin of shape [length, rot_dims/2] for positions start..start+length-1."""
-        pos = torch.arange(start, start + length, device=device, dtype=torch.float32)
-        freqs = torch.outer(pos, self.inv_freq.to(device))
+    def angles(self, positions: torch.Tensor):
+        """cos, sin of shape [..., rot_dims/2] for integer positions of any shape."""
+        freqs = positions.to(torch.float32)[..., None] * self.inv_freq.to(positions.device)
         return freqs.cos(), freqs.sin()
 
-    def forward(self, x: torch.Tensor, start: int) -> torch.Tensor:
-        """x: [B, H, T, hd]; rotate the configured heads/dims of positions start..start+T-1."""
+    def forward(self, x: torch.Tensor, positions: int | torch.Tensor) -> torch.Tensor:
+        """x: [B, H, T, hd]; positions: the first position (int, rows aligned) or [B, T]."""
         if not self.enabled:
             return x
-        cos, sin = self.angles(start, x.shape[2], x.device)
+        t = x.shape[2]
+        if isinstance(positions, int):
+            cos, sin = self.angles(torch.arange(positions, positions + t, device=x.device))
+        else:
+            cos, sin = (a[:, None] for a in self.angles(positions))  # [B, 1, T, r/2]
         h, r = self.rot_heads, self.rot_dims
         part = x[:, :h, :, :r].float()
         x1, x2 = part.chunk(2, dim=-1)

@@ -48,27 +48,45 @@ class Attention(nn.Module):
         self.rotary = Rotary(self.n_heads, head_dim, cfg.rope_fraction, cfg.rope_heads, cfg.rope_base)
         self.out = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cache=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
+    def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
         b, t, d = x.shape
-        qkv = self.canon_b(self.qkv(x), cache)
+        qkv = self.canon_b(self.qkv(x), seq)
         q, k, v = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # [B, H, T, hd]
-        start = 0 if cache is None else cache.pos
-        q, k = self.rotary(q, start), self.rotary(k, start)
-        if cache is not None:
-            past = cache.get(self)
-            if past is not None:
-                k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-            cache.put(self, (k, v))
-        y = F.scaled_dot_product_attention(q, k, v, **causal_mask(t, k.shape[2], x.device))
+        positions = 0 if seq is None else (seq.offset if seq.positions is None else seq.positions)
+        q, k = self.rotary(q, positions), self.rotary(k, positions)
+        if seq is not None and seq.cache is not None:
+            k, v = self._extend_cache(seq, k, v)
+        y = F.scaled_dot_product_attention(q, k, v, **attention_mask(seq, t, k.shape[2], x.device))
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
+    def _extend_cache(self, seq, k: torch.Tensor, v: torch.Tensor):
+        """Write this call's keys/values at slots [offset, offset+T) of a buffer that grows by
+        doubling, so a decoding step costs no copy of the whole history."""
+        end = seq.offset + k.shape[2]
+        buf = seq.cache.get(self)
+        if buf is None or buf.shape[3] < end:
+            grown = k.new_zeros(2, *k.shape[:2], max(end, 2 * (0 if buf is None else buf.shape[3])), k.shape[3])
+            if buf is not None:
+                grown[:, :, :, : seq.offset] = buf[:, :, :, : seq.offset]
+            buf = grown
+            seq.cache.put(self, buf)
+        buf[0, :, :, seq.offset : end] = k
+        buf[1, :, :, seq.offset : end] = v
+        return buf[0, :, :, :end], buf[1, :, :, :end]
 
-def causal_mask(t_q: int, t_k: int, device: torch.device) -> dict:
-    """SDPA arguments for queries that are the last ``t_q`` of ``t_k`` positions."""
-    if t_q == t_k:
-        return {"is_causal": True}
-    if t_q == 1:
-        return {}
-    offset = t_k - t_q
-    q_pos = torch.arange(t_q, device=device)[:, None] + offset
-    return {"attn_mask": torch.arange(t_k, device=device)[None, :] <= q_pos}
+
+def attention_mask(seq, t_q: int, t_k: int, device: torch.device) -> dict:
+    """SDPA arguments: causal over the timeline (queries are its last ``t_q`` slots) and, with
+    padding, no real token attends a padded key (a padded query sees itself, to stay finite)."""
+    if seq is None or seq.key_valid is None:
+        if t_q == t_k:
+            return {"is_causal": True}
+        if t_q == 1:
+            return {}
+    q_slot = torch.arange(t_k - t_q, t_k, device=device)[:, None]
+    k_slot = torch.arange(t_k, device=device)[None, :]
+    allowed = k_slot <= q_slot  # [Tq, Tk]
+    if seq is not None and seq.key_valid is not None:
+        allowed = (allowed & seq.key_valid[:, None, :]) | (k_slot == q_slot)  # [B, Tq, Tk]
+        allowed = allowed[:, None]
+    return {"attn_mask": allowed}

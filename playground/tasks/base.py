@@ -128,6 +128,11 @@ class Task(ABC):
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         """Task metrics of ``model`` on ``examples`` (batched, no gradients)."""
 
+    def train_steps(self, batch_size: int) -> int | None:
+        """The number of optimizer steps this task prescribes (used when ``train.steps=0``),
+        or None when the task has no such rule."""
+        return None
+
     def eval_examples(self) -> list[Example]:
         return [self.example("eval", i) for i in range(self.cfg.eval_size)]
 

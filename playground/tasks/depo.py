@@ -5,9 +5,11 @@ w0→w1→…→w(n-1)→w0 in shuffled order, then min(n, 10) distinct queries;
 successor of ``q``. A word is 1..L symbols: ``min_len-1..max_len-1`` inner symbols ``c*`` and one
 end-of-word symbol ``e*`` (so word boundaries are visible). Loss on ``<ans>`` and the answer.
 
-A decoded Depo1-style example (``N=4, K=2, V=3``; targets in brackets)::
+A decoded example (``playground-data show task=depo1 task.N=4 task.K=2 task.V=3``, eval
+split, first two queries; targets in brackets)::
 
-    <bos> c1 e0 e2 e2 c2 e1 e1 c2 e1 c1 e0 <query_2> c1 e0 [<ans>] [e2] <query_1> e2 [<ans>] [c2] [e1]
+    <bos> c1 e0 c2 e0 c2 e0 c0 e2 c0 e2 c2 e1 c2 e1 c1 e0
+    <query_1> c1 e0 [<ans>] [c2] [e0] <query_2> c2 e0 [<ans>] [c2] [e1] …
 
 Training samples n ∈ {3..N} with P(n) ∝ 1/(n + √N) and k ~ U[1, K]; eval uses n = N and spreads
 k evenly over 1..K. Facts: ../shared/TASKS.md (Depo).
