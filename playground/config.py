@@ -135,6 +135,13 @@ class Config:
     out_dir: str = "results/${sweep}/${run_name}"
 
 
+def _label(value) -> str:
+    """A config value as a path-safe label: lists join with '-' (``[8, 16]`` -> ``8-16``)."""
+    if isinstance(value, (list, tuple)) or OmegaConf.is_list(value):
+        return "-".join(str(v) for v in value)
+    return str(value)
+
+
 def run_name(cfg: DictConfig) -> str:
     """A descriptive name that spells out the paper's axes, e.g.
     ``depo1_N225_K8_12L768D_rope_canon-ABCD_lr0.001_s0``. Tags are read from the raw config
@@ -143,7 +150,7 @@ def run_name(cfg: DictConfig) -> str:
     from playground.tasks import TASKS
 
     task_cls = TASKS[cfg.task.name]
-    difficulty = "_".join(f"{k}{cfg.task[k]}" for k in task_cls.Config.difficulty_keys)
+    difficulty = "_".join(f"{k}{_label(cfg.task[k])}" for k in task_cls.Config.difficulty_keys)
     mixer = MIXERS[cfg.model.mixer.name][0].tag(cfg.model.mixer)
     canon = CanonConfig.tag(cfg.model.canon)
     parts = [cfg.task.preset, difficulty, cfg.model.size, mixer, f"canon-{canon}",

@@ -18,10 +18,10 @@ from omegaconf import OmegaConf
 from playground import runs
 from playground.cli import fail, int_arg, parse_args
 from playground.config import from_container
+from playground.device import pick_device
 from playground.errors import ConfigError
 from playground.model import build_model
 from playground.tasks import build_task
-from playground.train import pick_device
 
 USAGE = __doc__
 KNOWN = {"checkpoint": "", "eval_size": "0", "batch_size": "64", "device": "auto", "out": ""}

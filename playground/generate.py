@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from playground.tasks.base import autocast_for
+from playground.device import autocast_for
 
 
 @dataclass
@@ -25,9 +25,10 @@ class Generation:
 @torch.no_grad()
 def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequence[int] = (),
              temperature: float = 0.0, batch_size: int = 64, seed: int = 0,
-             pad_id: int = 0) -> list[Generation]:
+             pad_id: int = 0, use_cache: bool = True) -> list[Generation]:
     """Continue each prompt by up to ``max_new`` tokens: greedy (``temperature=0``) or sampled
-    at ``temperature`` from a generator seeded with ``seed`` (same seed, same samples)."""
+    at ``temperature`` from a generator seeded with ``seed`` (same seed, same samples).
+    ``use_cache=False`` re-runs the whole prefix for every token (a baseline for benchmarks)."""
     device = next(model.parameters()).device
     gen = torch.Generator(device=device).manual_seed(seed)
     stop_ids = torch.tensor(sorted(set(stop)), dtype=torch.long, device=device)
@@ -38,7 +39,7 @@ def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequen
     for lo in range(0, len(order), batch_size):
         idx = order[lo : lo + batch_size]
         rows = _generate_batch(model, [prompts[i] for i in idx], max_new, stop_ids, temperature,
-                               gen, pad_id, device)
+                               gen, pad_id, device, use_cache)
         for i, row in zip(idx, rows):
             out[i] = row
     model.train(was_training)
@@ -64,9 +65,10 @@ def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> tor
     return torch.multinomial(probs, 1, generator=gen).squeeze(1)
 
 
-def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device) -> list[Generation]:
+def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
+                    use_cache: bool) -> list[Generation]:
     ids, valid = _left_pad(prompts, pad_id, device)
-    cache = model.new_cache()
+    cache = model.new_cache() if use_cache else None
     padded = not bool(valid.all())
     with autocast_for(device):
         logits = model(ids, cache, valid if padded else None)[:, -1]
@@ -84,6 +86,11 @@ def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id,
             break
         if step + 1 < max_new:
             with autocast_for(device):
-                logits = model(nxt[:, None], cache)[:, -1]
+                if use_cache:
+                    logits = model(nxt[:, None], cache)[:, -1]
+                else:
+                    ids = torch.cat([ids, nxt[:, None]], dim=1)
+                    valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)
+                    logits = model(ids, None, valid if padded else None)[:, -1]
     produced, length, done = produced.cpu().numpy(), length.cpu().numpy(), done.cpu().numpy()
     return [Generation(produced[r, : length[r]].astype(np.int32), bool(done[r])) for r in range(b)]

@@ -27,18 +27,10 @@ from tqdm import tqdm
 from playground import runs
 from playground.config import CONF_DIR, Config, TrainConfig, register, to_objects
 from playground.data.loader import Batches
+from playground.device import autocast_for, pick_device
 from playground.errors import ConfigError
 from playground.model import LM, build_model
 from playground.tasks import Task, build_task
-from playground.tasks.base import autocast_for
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"train.device={name!r} but CUDA is not available; use train.device=cpu")
-    return torch.device(name)
 
 
 def lr_at(step: int, t: TrainConfig) -> float:

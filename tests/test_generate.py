@@ -45,9 +45,10 @@ def test_greedy_equals_rerunning_the_prefix(positions):
     model = tiny(positions, "rope")
     stop = {4, 11}
     got = generate(model, PROMPTS, max_new=12, stop=stop, batch_size=3)
-    for p, g in zip(PROMPTS, got):
+    again = generate(model, PROMPTS, max_new=12, stop=stop, batch_size=3, use_cache=False)
+    for p, g, h in zip(PROMPTS, got, again):
         tokens, stopped = naive_greedy(model, p, 12, stop)
-        assert g.tokens.tolist() == tokens and g.stopped == stopped
+        assert g.tokens.tolist() == h.tokens.tolist() == tokens and g.stopped == h.stopped == stopped
 
 
 def test_sampling_is_seeded():

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from playground.device import autocast_for
 from playground.errors import check
 
 SPLITS = {"train": 0, "eval": 1, "test": 2}
@@ -185,12 +186,6 @@ def teacher_forced_predictions(model, examples: list[Example], pad_id: int, batc
             preds[i] = np.concatenate([[-1], arg[row, : n - 1]])
     model.train(was_training)
     return preds
-
-
-def autocast_for(device: torch.device, dtype: str = "auto"):
-    """bf16 autocast for ``dtype="bfloat16"``, or ``"auto"`` on CUDA; otherwise a no-op."""
-    enabled = dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
 def span_accuracy(examples: list[Example], preds: list[np.ndarray], group: str) -> dict[str, float]:

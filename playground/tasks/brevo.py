@@ -1,0 +1,260 @@
+"""Brevo: reasoning breadth. List every vertex a query depends on, in a topological order.
+
+A random DAG on n named vertices: in a random vertex order the first L ~ U[1, (n-1)//4 + 1] are
+sources; every later vertex gets p ~ U[1, min(4, #eligible)] parents among earlier vertices whose
+out-degree is still < 4. Layout (edges ``parent child`` shuffled)::
+
+    <bos> p1 c1 p2 c2 … <query> q <ans> a1 … ap <eos>
+
+The answer lists all ancestors of q (vertices q recursively depends on) in a topological order
+with random tie-breaking; loss on ``<ans>``, the answer and ``<eos>``. Brevo1 names are single
+tokens ``v1..vN``; Brevo2 names are words of 2–4 symbols over V=4 (inner ``c*``, end ``e*``).
+
+A decoded example (``playground-data show task=brevo1 task.N=6``, eval split)::
+
+    <bos> v5 v6 v2 v5 v2 v4 v4 v6 v1 v5 <query> v6 [<ans>] [v2] [v1] [v5] [v4] [<eos>]
+
+Evaluation is generative (greedy after ``<ans>`` until ``<eos>``, cached decoding): correct iff
+the generated vertices are exactly the ancestor set, each once, in a topological order.
+Facts and the two documented choices (query rule, whether q ends the answer): ../shared/TASKS.md.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from playground.errors import check
+from playground.generate import generate
+from playground.tasks.base import Example, ExampleBuilder, Task, TaskConfig, Vocab, rng_for
+
+QUERY_RULES = ("paper", "last")
+DEPTH_BUCKETS = ("1", "2", "3", "4", "5+")
+
+
+@dataclass
+class BrevoConfig(TaskConfig):
+    name: str = "brevo"
+    preset: str = "brevo1"
+    N: int = 70  # most vertices; eval uses n = N
+    names: str = "token"  # token: v1..vN (Brevo1) | word: multi-symbol words (Brevo2)
+    V: int = 4  # symbols for word names (inner and end sets)
+    min_len: int = 2  # word name length range (symbols)
+    max_len: int = 4
+    n_min: int = 3
+    max_parents: int = 4
+    max_children: int = 4
+    query: str = "paper"  # paper: uniform over the last quarter | last: the last vertex (official script)
+    include_query: bool = False  # official script: the answer ends with q itself
+    context: int = 1024
+
+    difficulty_keys: ClassVar[tuple[str, ...]] = ("N",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.names in ("token", "word"), "task.names", self.names, "token or word")
+        check(3 <= self.n_min <= self.N, "task.n_min", self.n_min, f"3 <= n_min <= N (N={self.N})")
+        check(self.query in QUERY_RULES, "task.query", self.query, f"one of {QUERY_RULES}")
+        check(self.max_parents >= 1, "task.max_parents", self.max_parents, "an integer >= 1")
+        check(self.max_children >= 1, "task.max_children", self.max_children, "an integer >= 1")
+        if self.names == "word":
+            check(1 <= self.min_len <= self.max_len, "task.min_len", self.min_len,
+                  f"1 <= min_len <= max_len (max_len={self.max_len})")
+            distinct = sum(self.V**n for n in range(self.min_len, self.max_len + 1))
+            check(self.N <= distinct // 2, "task.N", self.N,
+                  f"at most half the {distinct} distinct names that V, min_len, max_len allow")
+
+
+@dataclass
+class Dag:
+    order: list[int]  # vertex ids in generation order (a topological order)
+    parents: dict[int, list[int]]
+    sources: int
+
+
+def sample_dag(rng: np.random.Generator, n: int, max_parents: int, max_children: int) -> Dag:
+    """The DAG rule of TASKS.md on vertices 0..n-1 (ids are positions in a random order)."""
+    order = rng.permutation(n).tolist()
+    sources = int(rng.integers(1, (n - 1) // 4 + 2))
+    out_degree: dict[int, int] = defaultdict(int)
+    parents: dict[int, list[int]] = {v: [] for v in order}
+    for i in range(sources, n):
+        eligible = [u for u in order[:i] if out_degree[u] < max_children]
+        if not eligible:
+            raise RuntimeError("no eligible parent: max_children too small for this n")
+        p = int(rng.integers(1, min(max_parents, len(eligible)) + 1))
+        chosen = rng.choice(len(eligible), size=p, replace=False)
+        for j in sorted(chosen.tolist()):
+            parents[order[i]].append(eligible[j])
+            out_degree[eligible[j]] += 1
+    return Dag(order, parents, sources)
+
+
+def ancestors(parents: dict[int, list[int]], q: int) -> set[int]:
+    seen: set[int] = set()
+    stack = list(parents[q])
+    while stack:
+        u = stack.pop()
+        if u not in seen:
+            seen.add(u)
+            stack.extend(parents[u])
+    return seen
+
+
+def random_topological(rng: np.random.Generator, parents: dict[int, list[int]], keep: set[int]) -> list[int]:
+    """A topological order of ``keep`` (closed under parents), ties broken uniformly (Kahn)."""
+    waiting = {v: len(parents[v]) for v in keep}
+    children: dict[int, list[int]] = defaultdict(list)
+    for v in keep:
+        for u in parents[v]:
+            children[u].append(v)
+    ready = sorted(v for v, k in waiting.items() if k == 0)
+    out = []
+    while ready:
+        v = ready.pop(int(rng.integers(len(ready))))
+        out.append(v)
+        for c in children[v]:
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                ready.append(c)
+    return out
+
+
+def source_distance(parents: dict[int, list[int]], q: int) -> int:
+    """Shortest number of parent steps from q to a vertex without parents (its dependency depth)."""
+    frontier, depth = {q}, 0
+    while not any(not parents[v] for v in frontier):
+        frontier = {u for v in frontier for u in parents[v]}
+        depth += 1
+    return depth
+
+
+def is_valid_answer(answer: list[int], parents: dict[int, list[int]], expected: set[int]) -> bool:
+    """True iff ``answer`` lists exactly ``expected``, each once, every vertex after its parents."""
+    if len(answer) != len(set(answer)) or set(answer) != expected:
+        return False
+    placed: set[int] = set()
+    for v in answer:
+        if not (set(parents[v]) & expected) <= placed:
+            return False
+        placed.add(v)
+    return True
+
+
+class Brevo(Task):
+    Config = BrevoConfig
+    primary_metric = "acc"
+
+    def __init__(self, cfg: BrevoConfig):
+        super().__init__(cfg)
+        ns = np.arange(cfg.n_min, cfg.N + 1)
+        weights = 1.0 / (ns + np.sqrt(cfg.N))
+        self._ns, self._pn = ns, weights / weights.sum()
+
+    def build_vocab(self) -> Vocab:
+        c = self.cfg
+        if c.names == "token":
+            names = [f"v{i}" for i in range(1, c.N + 1)]
+        else:
+            names = [f"c{i}" for i in range(c.V)] + [f"e{i}" for i in range(c.V)]
+        return Vocab(["<query>", *names])
+
+    def name_len(self) -> int:
+        return 1 if self.cfg.names == "token" else self.cfg.max_len
+
+    def max_length(self) -> int:
+        c, w = self.cfg, self.name_len()
+        edges = c.max_parents * c.N
+        return 2 * edges * w + 2 * w + 4 + c.N * w
+
+    def _names(self, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
+        c, v = self.cfg, self.vocab
+        if c.names == "token":
+            return [(v[f"v{i + 1}"],) for i in rng.choice(c.N, size=n, replace=False).tolist()]
+        names: list[tuple[int, ...]] = []
+        while len(names) < n:
+            length = int(rng.integers(c.min_len, c.max_len + 1))
+            body = rng.integers(0, c.V, size=length).tolist()
+            name = tuple(v[f"c{s}"] for s in body[:-1]) + (v[f"e{body[-1]}"],)
+            if name not in names:
+                names.append(name)
+        return names
+
+    def _query(self, rng: np.random.Generator, dag: Dag) -> int:
+        n = len(dag.order)
+        lo = n - 1 if self.cfg.query == "last" else max(dag.sources, (3 * n) // 4)
+        return dag.order[int(rng.integers(lo, n))]
+
+    def example(self, split: str, index: int) -> Example:
+        c, v = self.cfg, self.vocab
+        rng = rng_for(c.seed, split, index)
+        n = int(rng.choice(self._ns, p=self._pn)) if split == "train" else c.N
+        dag = sample_dag(rng, n, c.max_parents, c.max_children)
+        names = self._names(rng, n)
+        edges = [(u, w) for w in dag.order for u in dag.parents[w]]
+        b = ExampleBuilder()
+        b.add([v.bos])
+        for i in rng.permutation(len(edges)).tolist():
+            b.add(names[edges[i][0]] + names[edges[i][1]])
+        q = self._query(rng, dag)
+        anc = ancestors(dag.parents, q)
+        answer = random_topological(rng, dag.parents, anc) + ([q] if c.include_query else [])
+        b.add([v["<query>"], *names[q]])
+        b.add([v.ans], target=True)
+        start, _ = b.add([t for u in answer for t in names[u]], target=True)
+        b.add([v.eos], target=True)
+        depth = source_distance(dag.parents, q)
+        meta = {"n": n, "edges": [[v.decode(names[u]), v.decode(names[w])] for u, w in edges],
+                "query": v.decode(names[q]), "ancestors": sorted(v.decode(names[u]) for u in anc),
+                "answer": [v.decode(names[u]) for u in answer], "depth": depth, "answer_start": start,
+                "order": [v.decode(names[u]) for u in dag.order], "sources": dag.sources}
+        return b.build(meta)
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def split_names(self, ids: list[int]) -> list[str] | None:
+        """Decode generated ids into vertex names; None if they do not form whole names."""
+        pieces = [self.vocab.pieces[i] for i in ids]
+        if self.cfg.names == "token":
+            return pieces if all(p.startswith("v") for p in pieces) else None
+        names, cur = [], []
+        for p in pieces:
+            if not p.startswith(("c", "e")):
+                return None
+            cur.append(p)
+            if p.startswith("e"):
+                names.append(" ".join(cur))
+                cur = []
+        return None if cur else names
+
+    def judge(self, ex: Example, generated: list[int]) -> bool:
+        """Correct iff the generated names are the ancestor set, once each, topologically ordered."""
+        names = self.split_names(generated)
+        if names is None:
+            return False
+        expected = set(ex.meta["ancestors"]) | ({ex.meta["query"]} if self.cfg.include_query else set())
+        parents: dict[str, list[str]] = defaultdict(list)
+        for u, w in ex.meta["edges"]:
+            parents[w].append(u)
+        if self.cfg.include_query and (not names or names[-1] != ex.meta["query"]):
+            return False
+        return is_valid_answer(names, parents, expected)
+
+    def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+        prompts = [ex.tokens[: ex.meta["answer_start"]] for ex in examples]
+        max_new = (self.cfg.N + 1) * self.name_len() + 1
+        outs = generate(model, prompts, max_new, stop=[self.vocab.eos], batch_size=batch_size,
+                        pad_id=self.vocab.pad)
+        by_depth: dict[str, list[bool]] = defaultdict(list)
+        for ex, out in zip(examples, outs):
+            ok = out.stopped and self.judge(ex, out.tokens.tolist())
+            by_depth["all"].append(ok)
+            by_depth[DEPTH_BUCKETS[min(ex.meta["depth"], 5) - 1]].append(ok)
+        metrics = {"acc": float(np.mean(by_depth["all"]))}
+        for bucket in DEPTH_BUCKETS:
+            if by_depth[bucket]:
+                metrics[f"acc_depth{bucket}"] = float(np.mean(by_depth[bucket]))
+        return metrics

@@ -1,0 +1,138 @@
+"""Mano: knowledge manipulation. Evaluate a prefix expression with exactly l operators mod 23.
+
+gen(0) = a value ~ U[0, 22]; gen(l) = ``op gen(l1) gen(l-1-l1)`` with op ~ U{+, −, ×} (÷ through
+the modular inverse when ``division=true``; a right operand worth 0 is resampled) and
+l1 ~ U[0, l-1]. Layout::
+
+    <bos> <len_l> expression <ans> value
+
+With ``augment=true`` (the official "knowledge augment") every operator, ``<bos>``, ``<len_l>``
+and ``<ans>`` is written with one of two synonym tokens picked at random. The paper trains on
+all tokens (``loss=all``); ``loss=answer`` trains on ``<ans>`` and the value only.
+
+A decoded example (``playground-data show task=mano task.L=3``, eval split; every token is a
+target)::
+
+    <bos> <len_3> - * + 18 5 21 20 <ans> 3
+
+Evaluation: exact match of the answer token (argmax given the true prefix) at l = L (``acc``,
+the primary metric) and per l: even eval indices have l = L, odd ones cycle through 1..L.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from playground.errors import check
+from playground.tasks.base import (
+    Example,
+    ExampleBuilder,
+    Task,
+    TaskConfig,
+    Vocab,
+    rng_for,
+    span_accuracy,
+    teacher_forced_predictions,
+)
+
+MOD = 23
+OPS = ("+", "-", "*", "/")
+
+
+def apply(op: str, a: int, b: int) -> int:
+    if op == "+":
+        return (a + b) % MOD
+    if op == "-":
+        return (a - b) % MOD
+    if op == "*":
+        return (a * b) % MOD
+    return (a * pow(b, MOD - 2, MOD)) % MOD  # b^(p-2) is b's inverse mod a prime p
+
+
+@dataclass
+class ManoConfig(TaskConfig):
+    name: str = "mano"
+    preset: str = "mano"
+    L: int = 10  # operators at eval; train l ~ U[1, L]
+    division: bool = False
+    augment: bool = False  # two synonym tokens per operator / <bos> / <len_l> / <ans>
+    loss: str = "all"  # all (paper) | answer
+    context: int = 1024
+
+    difficulty_keys: ClassVar[tuple[str, ...]] = ("L",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.L >= 1, "task.L", self.L, "an integer >= 1")
+        check(self.loss in ("all", "answer"), "task.loss", self.loss, "all or answer")
+
+
+class Mano(Task):
+    Config = ManoConfig
+    primary_metric = "acc"
+
+    def build_vocab(self) -> Vocab:
+        c = self.cfg
+        syn = ["", "'"] if c.augment else [""]
+        ops = OPS if c.division else OPS[:3]
+        pieces = [f"{o}{s}" for o in ops for s in syn]
+        pieces += [f"<len_{lv}>{s}" for lv in range(1, c.L + 1) for s in syn]
+        pieces += [f"{t}'" for t in ("<bos>", "<ans>") if c.augment]
+        return Vocab(pieces + [str(i) for i in range(MOD)])
+
+    def max_length(self) -> int:
+        return 2 + (2 * self.cfg.L + 1) + 2
+
+    def _token(self, rng: np.random.Generator, piece: str) -> int:
+        """A piece, or its synonym half of the time under knowledge augment."""
+        if self.cfg.augment and rng.random() < 0.5:
+            return self.vocab[f"{piece}'"]
+        return self.vocab[piece]
+
+    def _expr(self, rng: np.random.Generator, ops: int, out: list[int]) -> int:
+        """Append gen(ops) in prefix form to ``out``; return its value."""
+        if ops == 0:
+            value = int(rng.integers(0, MOD))
+            out.append(self.vocab[str(value)])
+            return value
+        choices = OPS if self.cfg.division else OPS[:3]
+        op = choices[int(rng.integers(len(choices)))]
+        left_ops = int(rng.integers(0, ops))
+        out.append(self._token(rng, op))
+        a = self._expr(rng, left_ops, out)
+        mark = len(out)
+        b = self._expr(rng, ops - 1 - left_ops, out)
+        while op == "/" and b == 0:  # resample the divisor subtree
+            del out[mark:]
+            b = self._expr(rng, ops - 1 - left_ops, out)
+        return apply(op, a, b)
+
+    def example(self, split: str, index: int) -> Example:
+        c = self.cfg
+        rng = rng_for(c.seed, split, index)
+        if split == "train":
+            ops = int(rng.integers(1, c.L + 1))
+        else:
+            ops = c.L if index % 2 == 0 else 1 + (index // 2) % c.L
+        expr: list[int] = []
+        value = self._expr(rng, ops, expr)
+        every = c.loss == "all"
+        b = ExampleBuilder()
+        b.add([self._token(rng, "<bos>"), self._token(rng, f"<len_{ops}>")], target=every)
+        b.add(expr, target=every)
+        b.add([self._token(rng, "<ans>")], target=True)
+        start, end = b.add([self.vocab[str(value)]], target=True)
+        meta = {"l": ops, "value": value, "expression": self.vocab.decode(expr),
+                "spans": [{"start": start, "end": end, "l": ops}]}
+        return b.build(meta)
+
+    def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+        preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)
+        per_l = span_accuracy(examples, preds, "l")
+        out = {k: v for k, v in per_l.items() if k.startswith("acc_l")}
+        out["acc"] = per_l.get(f"acc_l{self.cfg.L}", float("nan"))
+        out["acc_all_l"] = per_l["acc"]
+        return out
