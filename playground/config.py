@@ -15,7 +15,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from playground.errors import ConfigError, check
+from playground.errors import ConfigError, check, collecting
 from playground.layers.canon import CanonConfig
 from playground.layers.mlp import MLPS
 
@@ -68,6 +68,8 @@ class TrainConfig:
     beta2: float = 0.98
     eps: float = 1e-6
     grad_clip: float = 1.0  # max global grad norm; 0 disables clipping
+    on_nonfinite: str = "stop"  # a non-finite loss/gradient step is skipped, then: stop (diverged) | skip
+    max_skipped: int = 100  # with on_nonfinite=skip: more skipped steps than this = diverged
     log_every: int = 10
     eval_every: int = 100  # steps between evaluations (and always at the end); 0 = only at the end
     eval_batch_size: int = 64
@@ -95,6 +97,10 @@ class TrainConfig:
               "train.warmup_steps", self.warmup_steps, f"an integer in [0, train.steps={self.steps}]")
         check(self.eval_every >= 0, "train.eval_every", self.eval_every, "an integer >= 0")
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
+        check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
+              "stop or skip")
+        check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")
+        check(self.grad_clip >= 0, "train.grad_clip", self.grad_clip, "a number >= 0 (0 = off)")
         check(self.resume in RESUME, "train.resume", self.resume, f"one of {RESUME}")
         check(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda"), "train.device",
               self.device, "auto, cpu, cuda or cuda:N")
@@ -176,17 +182,32 @@ def register() -> None:
 
 
 def to_objects(cfg: DictConfig) -> Config:
-    """Resolve a composed config into dataclass objects, running every value check."""
-    try:
-        obj = OmegaConf.to_object(cfg)
-    except ConfigError:
-        raise
-    except Exception as err:  # OmegaConf wraps errors raised inside __post_init__
-        cause = err.__cause__ or err.__context__
-        if isinstance(cause, ConfigError):
-            raise cause from None
-        raise
+    """Resolve a composed config into dataclass objects, running every value check and the
+    cross-field checks of :func:`check_combinations`; all problems are reported together."""
+    with collecting() as problems:
+        try:
+            obj = OmegaConf.to_object(cfg)
+        except Exception as err:  # OmegaConf wraps errors raised inside __post_init__
+            cause = err.__cause__ or err.__context__
+            if isinstance(cause, ConfigError):
+                raise cause from None
+            if problems:  # a follow-on failure of values already reported
+                return None  # type: ignore[return-value]  (collecting() raises on exit)
+            raise
+        check_combinations(obj)
     return obj
+
+
+def check_combinations(cfg: Config) -> None:
+    """Checks that need more than one section of the config."""
+    from playground.tasks import TaskConfig, build_task
+
+    if not isinstance(cfg.task, TaskConfig):
+        return
+    longest = build_task(cfg.task).max_length()
+    check(longest <= cfg.task.context, "task.context", cfg.task.context,
+          f"at least {longest} tokens, the longest example of task {cfg.task.preset!r} at its "
+          "hardest setting (raise task.context or lower the difficulty)")
 
 
 def compose(overrides: list[str], config_name: str = "config") -> DictConfig:

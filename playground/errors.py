@@ -1,10 +1,18 @@
-"""The error type for bad configuration, with messages that name the offending key."""
+"""The error type for bad configuration, with messages that name the offending key.
+
+``check`` raises at once, except inside ``collecting()``, where it records the problem and lets
+validation go on, so that one pass reports every problem of a config (one line each).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from typing import Any
 
 from hydra.errors import CompactHydraException
+
+_problems: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("problems", default=None)
 
 
 class ConfigError(ValueError, CompactHydraException):
@@ -13,6 +21,26 @@ class ConfigError(ValueError, CompactHydraException):
 
 
 def check(ok: bool, key: str, value: Any, allowed: str) -> None:
-    """Raise a ConfigError naming the key, the bad value and what is allowed."""
-    if not ok:
-        raise ConfigError(f"{key}={value!r} is invalid: expected {allowed}")
+    """Raise (or, while collecting, record) a problem naming the key, value and what is allowed."""
+    if ok:
+        return
+    message = f"{key}={value!r} is invalid: expected {allowed}"
+    problems = _problems.get()
+    if problems is None:
+        raise ConfigError(message)
+    if message not in problems:
+        problems.append(message)
+
+
+@contextlib.contextmanager
+def collecting():
+    """Within the block ``check`` records problems; at exit one ConfigError lists them all."""
+    problems: list[str] = []
+    token = _problems.set(problems)
+    try:
+        yield problems
+    finally:
+        _problems.reset(token)
+    if problems:
+        raise ConfigError("\n".join(problems) if len(problems) == 1 else
+                          f"{len(problems)} problems in the config:\n  " + "\n  ".join(problems))

@@ -8,12 +8,14 @@ killed run never leaves a half-written result behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 import torch
@@ -82,32 +84,110 @@ class MetricsLog:
         atomic_write(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept).encode())
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
 def checkpoint_paths(ckpt_dir: Path) -> list[Path]:
-    """Complete checkpoints, oldest first."""
+    """Complete checkpoints (a ``.sha256`` sidecar is written last, after the rename), oldest
+    first."""
     if not ckpt_dir.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := CKPT_RE.search(p.name))]
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir()
+             if (m := CKPT_RE.search(p.name)) and _sidecar(p).exists()]
     return [p for _, p in sorted(found)]
 
 
 def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
+    """Write ``step_<step>.pt`` atomically with its checksum; keep the newest ``keep``."""
     path = ckpt_dir / f"step_{step:08d}.pt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ckpt_dir.glob(".tmp_*"):  # left by a run killed while writing
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=ckpt_dir, prefix=".tmp_", suffix=".part")
     os.close(fd)
     try:
         torch.save(state, tmp)
+        digest = _sha256(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    atomic_write(_sidecar(path), (digest + "\n").encode())
     for old in checkpoint_paths(ckpt_dir)[:-keep]:
-        old.unlink()
+        _sidecar(old).unlink(missing_ok=True)
+        old.unlink(missing_ok=True)
     return path
 
 
 def load_checkpoint(path: Path) -> dict:
+    """Load a checkpoint after verifying its checksum (ValueError if it does not match)."""
+    expected = _sidecar(path).read_text().strip()
+    if _sha256(path) != expected:
+        raise ValueError(f"checkpoint {path} does not match its checksum (truncated or corrupt)")
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
+    """The newest checkpoint that verifies; a corrupt one is skipped with a warning."""
+    for path in reversed(checkpoint_paths(ckpt_dir)):
+        try:
+            return path, load_checkpoint(path)
+        except Exception as err:  # noqa: BLE001 - any unreadable checkpoint falls back
+            warnings.warn(f"skipping checkpoint {path.name}: {err}", stacklevel=2)
+    return None
+
+
+# Keys that may differ between a run and its resumption: they do not change the numbers.
+VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "wandb", "train.progress", "train.resume",
+            "train.device", "train.eval_batch_size", "data.num_workers", "data.prefetch")
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def identity(config: dict) -> dict:
+    """The flattened config without VOLATILE keys: what determines a run's numbers."""
+    return {k: v for k, v in _flatten(config).items() if not k.startswith(VOLATILE)}
+
+
+def config_hash(config: dict) -> str:
+    """sha256 of the run's identity (sorted JSON), recorded in summary.json."""
+    return hashlib.sha256(json.dumps(identity(config), sort_keys=True).encode()).hexdigest()
+
+
+def config_differences(old: dict, new: dict) -> list[str]:
+    """Keys whose values differ between two resolved configs, ignoring VOLATILE keys."""
+    a, b = identity(old), identity(new)
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages that determine the numbers."""
+    import platform
+
+    import numpy
+    import omegaconf
+
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "numpy": numpy.__version__, "omegaconf": omegaconf.__version__,
+            "cuda": torch.version.cuda or "none"}
 
 
 def git_sha() -> str | None:

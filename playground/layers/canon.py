@@ -18,10 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from playground.errors import check
+from playground.kernels import canon_triton
 
 POINTS = "ABCD"
 ACTIVATIONS = ("none", "silu")
 INITS = ("default", "zero")
+BACKENDS = ("auto", "torch", "triton")
 
 
 @dataclass
@@ -32,6 +34,7 @@ class CanonConfig:
     activation: str = "none"  # none | silu
     bias: bool = False
     init: str = "default"  # default (PyTorch conv init) | zero (identity at step 0 with residual)
+    backend: str = "auto"  # auto: the fused Triton kernel on CUDA when available | torch | triton
 
     def __post_init__(self) -> None:
         p = self.positions
@@ -41,6 +44,7 @@ class CanonConfig:
         check(self.activation in ACTIVATIONS, "model.canon.activation", self.activation,
               f"one of {ACTIVATIONS}")
         check(self.init in INITS, "model.canon.init", self.init, f"one of {INITS}")
+        check(self.backend in BACKENDS, "model.canon.backend", self.backend, f"one of {BACKENDS}")
 
     def tag(self) -> str:
         """Short label for run names, e.g. ``ABCD``, ``AC-nores-silu``, ``none``."""
@@ -100,6 +104,9 @@ class Canon(nn.Module):
             nn.init.zeros_(self.bias)
 
     def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, C] -> [B, T, C]
+        if seq is None and (kernel := self._kernel(x)) is not None:
+            return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
+                          self.cfg.residual)
         inp, prev = x, None
         if seq is not None and seq.valid is not None:
             inp = x * seq.valid[..., None].to(x.dtype)  # padding enters the conv as zeros
@@ -114,6 +121,15 @@ class Canon(nn.Module):
         if self.cfg.activation == "silu":
             y = F.silu(y)
         return x + y if self.cfg.residual else y
+
+    def _kernel(self, x: torch.Tensor):
+        """The fused kernel for a plain full-sequence call, per ``backend``."""
+        if self.cfg.backend == "torch" or not x.is_cuda:
+            return None
+        kernel = canon_triton()
+        if kernel is None and self.cfg.backend == "triton":
+            raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
+        return kernel
 
 
 class NoCanon(nn.Module):

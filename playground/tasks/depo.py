@@ -55,7 +55,7 @@ class DepoConfig(TaskConfig):
         check(1 <= self.min_len <= self.max_len, "task.min_len", self.min_len,
               f"1 <= min_len <= max_len (max_len={self.max_len})")
         check(3 <= self.n_min <= self.N, "task.n_min", self.n_min, f"3 <= n_min <= N (N={self.N})")
-        check(self.K >= 1, "task.K", self.K, "an integer >= 1")
+        check(1 <= self.K <= self.N, "task.K", self.K, f"an integer in [1, N={self.N}]")
         check(self.queries >= 1, "task.queries", self.queries, "an integer >= 1")
         distinct = sum(self.V**length for length in range(self.min_len, self.max_len + 1))
         check(self.N <= distinct // 2, "task.N", self.N,

@@ -1,0 +1,267 @@
+"""The one training loop for every task and backbone (``playground.train`` is its entry point).
+
+AdamW (fused; β, ε from the config), warmup then cosine / linear / constant, gradient clipping,
+gradient accumulation, bf16 autocast on CUDA, optional ``torch.compile``, periodic evaluation,
+verified atomic checkpoints with exact resume (model, optimizer, RNG, data position, loss
+accumulator, clock). Non-finite steps are skipped on the device (the fused optimizer's
+``found_inf``) and noticed at logging time, without a host sync per step. SIGTERM / SIGUSR1
+(a cluster's preemption notice) checkpoint and stop the run as resumable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from playground import runs
+from playground.config import Config, TrainConfig
+from playground.data.loader import Batches
+from playground.device import autocast_for, pick_device
+from playground.model import LM, build_model
+from playground.tasks import Task, build_task
+
+PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
+class Diverged(RuntimeError):
+    """The loss or gradient went non-finite under the ``stop`` policy (or too often)."""
+
+
+class Preempted(RuntimeError):
+    """A preemption signal arrived; a checkpoint was written and the run can resume."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by signal {signal.Signals(signum).name}; checkpoint written, resumable")
+        self.signum = signum
+
+
+def lr_at(step: int, t: TrainConfig) -> float:
+    """Learning rate of update ``step`` (1-based): linear warmup, then the decay schedule."""
+    if step <= t.warmup_steps:
+        return t.lr * step / t.warmup_steps
+    progress = (step - t.warmup_steps) / max(1, t.steps - t.warmup_steps)
+    if t.schedule == "cosine":
+        decay = 0.5 * (1 + math.cos(math.pi * progress))
+    elif t.schedule == "linear":
+        decay = 1 - progress
+    else:
+        decay = 1.0
+    return t.lr * (t.min_lr_ratio + (1 - t.min_lr_ratio) * decay)
+
+
+def make_optimizer(model: LM, t: TrainConfig) -> torch.optim.AdamW:
+    """Fused AdamW (CPU and CUDA); weight decay on matrices (and Canon kernels), not on norms
+    or biases. Fused, because it can skip a step on the device when told ``found_inf``."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), eps=t.eps, fused=True)
+
+
+def masked_loss_sum(model, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Sum of next-token cross-entropy over positions whose target is marked in ``mask``."""
+    logits = model(tokens)  # [B, T, V]
+    targets = tokens[:, 1:].masked_fill(~mask[:, 1:], -100)
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), reduction="sum")
+
+
+def train_step(model, opt, tokens, mask, t: TrainConfig, device: torch.device):
+    """One optimizer update over the global batch (split into micro-batches). Returns device
+    tensors (mean loss per target token, whether the step was non-finite and skipped)."""
+    micro = t.micro_batch_size or t.batch_size
+    n_targets = mask[:, 1:].sum().clamp(min=1).to(device)
+    total = torch.zeros((), device=device)
+    for lo in range(0, t.batch_size, micro):
+        tok = tokens[lo : lo + micro].to(device, non_blocking=True)
+        msk = mask[lo : lo + micro].to(device, non_blocking=True)
+        with autocast_for(device, t.dtype):
+            loss = masked_loss_sum(model, tok, msk) / n_targets
+        loss.backward()
+        total += loss.detach()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip or math.inf)
+    bad = ~(torch.isfinite(total) & torch.isfinite(norm))
+    opt.found_inf = bad.float()  # the fused kernel leaves weights and moments untouched if set
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return total, bad
+
+
+class Trainer:
+    def __init__(self, cfg: Config):
+        self.cfg, self.out = cfg, Path(cfg.out_dir)
+        self.device = pick_device(cfg.train.device)
+        self.task: Task = build_task(cfg.task)
+        self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)
+        self.step_fn = torch.compile(self.model) if cfg.train.compile else self.model
+        self.opt = make_optimizer(self.model, cfg.train)
+        self.log = runs.MetricsLog(self.out / "metrics.jsonl")
+        self.step, self.data_state, self.tokens_seen, self.train_time = 0, None, 0, 0.0
+        zero = torch.zeros((), device=self.device)
+        self.loss_acc, self.good_acc, self.bad_total = zero.clone(), zero.clone(), zero.clone()
+        self.skipped = 0  # non-finite steps seen at the last check
+        self.last_eval: dict = {}
+        self._signal: int | None = None
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def state_dict(self, batches: Batches) -> dict:
+        rng = {"cpu": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return {"step": self.step, "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                "data": batches.state_dict(), "loss_acc": self.loss_acc.cpu(), "good_acc": self.good_acc.cpu(),
+                "bad_total": self.bad_total.cpu(), "tokens_seen": self.tokens_seen,
+                "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng}
+
+    def save(self, batches: Batches) -> None:
+        runs.save_checkpoint(self.out / "checkpoints", self.step, self.state_dict(batches),
+                             keep=self.cfg.train.keep_checkpoints)
+
+    def restore(self) -> bool:
+        ckpt_dir = self.out / "checkpoints"
+        found = runs.load_latest_checkpoint(ckpt_dir) if self.cfg.train.resume == "auto" else None
+        if found is None:
+            self.log.path.unlink(missing_ok=True)
+            for p in ckpt_dir.glob("step_*") if ckpt_dir.is_dir() else []:
+                p.unlink()
+            return False
+        state = found[1]
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.step, self.data_state = state["step"], state["data"]
+        for key in ("loss_acc", "good_acc", "bad_total"):
+            setattr(self, key, state[key].to(self.device))
+        self.skipped = int(self.bad_total)
+        self.tokens_seen, self.train_time = state["tokens_seen"], state["train_time"]
+        self.last_eval = state["last_eval"]
+        torch.set_rng_state(state["rng"]["cpu"])
+        if "cuda" in state["rng"] and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["rng"]["cuda"], self.device)
+        self.log.truncate_after(self.step)
+        return True
+
+    @contextlib.contextmanager
+    def preemption_signals(self):
+        """While training, SIGTERM/SIGUSR1 only set a flag; the loop checkpoints and stops."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {s: signal.signal(s, lambda signum, _frame: setattr(self, "_signal", signum))
+                    for s in PREEMPT_SIGNALS}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def evaluate(self, examples) -> dict:
+        metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
+        self.last_eval = metrics
+        self.log.append({"step": self.step, "split": "eval", **metrics})
+        return metrics
+
+    def fit(self, mirror) -> dict:
+        t = self.cfg.train
+        resumed = self.restore()
+        batches = Batches(self.task, t.batch_size, self.cfg.data.shard_examples, self.cfg.data.num_workers,
+                          self.cfg.data.prefetch, state=self.data_state)
+        examples = self.task.eval_examples()
+        bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
+                   disable=not (t.progress and sys.stdout.isatty()), dynamic_ncols=True)
+        if resumed:
+            tqdm.write(f"resumed from step {self.step}", file=sys.stdout)
+        self._tic, self._mark = time.perf_counter(), (self.tokens_seen, self.train_time)
+        with self.preemption_signals():
+            while self.step < t.steps:
+                self.one_step(batches, bar, mirror, examples)
+        bar.close()
+        return self.last_eval
+
+    def one_step(self, batches: Batches, bar, mirror, examples) -> None:
+        t = self.cfg.train
+        self.step += 1
+        for group in self.opt.param_groups:
+            group["lr"] = lr_at(self.step, t)
+        tokens, mask = next(batches)
+        loss, bad = train_step(self.step_fn, self.opt, tokens, mask, t, self.device)
+        self.loss_acc += torch.where(bad, 0.0, loss)
+        self.good_acc += (~bad).float()
+        self.bad_total += bad.float()
+        self.tokens_seen += tokens.numel()
+        bar.update(1)
+        last = self.step == t.steps
+        if self.step % t.log_every == 0 or last:
+            self.log_train(bar, mirror)
+        if last or (t.eval_every and self.step % t.eval_every == 0):
+            self._lap()
+            metrics = self.evaluate(examples)
+            mirror.log({f"eval/{k}": v for k, v in metrics.items()}, self.step)
+            self.show_eval(metrics)
+            self._tic = time.perf_counter()
+        if last or self.step % t.ckpt_every == 0 or self._signal is not None:
+            self._lap()
+            self.save(batches)
+            self._tic = time.perf_counter()
+        if self._signal is not None:
+            raise Preempted(self._signal)
+
+    def _lap(self) -> None:
+        """Add the time since the last lap to the training time (evals/checkpoints excluded)."""
+        now = time.perf_counter()
+        self.train_time += now - self._tic
+        self._tic = now
+
+    def check_finite(self) -> int:
+        """Non-finite steps since the last check; raises Diverged as the policy says."""
+        t = self.cfg.train
+        total = int(self.bad_total)  # synced with the loss at log time
+        new, self.skipped = total - self.skipped, total
+        if new and t.on_nonfinite == "stop":
+            raise Diverged(f"non-finite loss or gradient at a step in ({self.step - t.log_every}, "
+                           f"{self.step}] (train.on_nonfinite=stop)")
+        if total > t.max_skipped:
+            raise Diverged(f"{total} non-finite steps skipped, more than train.max_skipped={t.max_skipped}")
+        return new
+
+    def log_train(self, bar, mirror) -> None:
+        t = self.cfg.train
+        good = float(self.good_acc)  # the host sync of the loop, once per log interval
+        loss = float(self.loss_acc) / good if good else math.nan
+        self._lap()
+        self.check_finite()
+        self.loss_acc.zero_()
+        self.good_acc.zero_()
+        tokens, seconds = self.tokens_seen - self._mark[0], self.train_time - self._mark[1]
+        self._mark = (self.tokens_seen, self.train_time)
+        tok_s = tokens / max(seconds, 1e-9)  # since the previous log line
+        record = {"step": self.step, "split": "train", "loss": loss, "lr": lr_at(self.step, t),
+                  "tokens": self.tokens_seen, "tokens_per_s": tok_s, "train_time_s": self.train_time,
+                  "skipped_steps": self.skipped}
+        self.log.append(record)
+        mirror.log({f"train/{k}": v for k, v in record.items() if k != "split"}, self.step)
+        bar.set_postfix(loss=f"{loss:.4f}", acc=self._acc_text(), tok_s=f"{tok_s:,.0f}")
+        if bar.disable and t.progress:
+            print(f"step {self.step}/{t.steps} loss {loss:.4f} lr {record['lr']:.2e} "
+                  f"tok/s {tok_s:,.0f}", flush=True)
+
+    def _acc_text(self) -> str:
+        value = self.last_eval.get(self.task.primary_metric)
+        return "-" if value is None else f"{value:.3f}"
+
+    def show_eval(self, metrics: dict) -> None:
+        keys = [k for k in metrics if not k.startswith("tok_acc_")]
+        text = " ".join(f"{k}={metrics[k]:.3f}" for k in keys)
+        tqdm.write(f"[eval step {self.step}] {text}", file=sys.stdout)

@@ -1,0 +1,180 @@
+"""Faults: kill -9 anywhere, corrupt checkpoints, preemption signals, crashing / diverging /
+invalid sweep points, and invalid configs, each with its specific outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from playground import runs
+from playground.config import compose, to_objects
+from playground.errors import ConfigError
+
+TINY = ["wandb.mode=disabled", "train.progress=false", "train.device=cpu", "task.N=8", "task.V=8",
+        "task.context=96", "task.eval_size=16", "size=2L64D", "train.batch_size=8",
+        "train.log_every=1", "train.warmup_steps=2", "train.ckpt_every=3", "train.eval_every=10",
+        "train.keep_checkpoints=2"]
+STEPS = 60
+
+
+def cmd(out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "playground.train", *TINY, f"train.steps={STEPS}", f"out_dir={out}", *extra]
+
+
+def records(out: Path) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "train_time_s")}
+            for r in runs.MetricsLog(out / "metrics.jsonl").records()]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> list[dict]:
+    out = tmp_path_factory.mktemp("ref") / "run"
+    subprocess.run(cmd(out), check=True, capture_output=True)
+    return records(out)
+
+
+def wait_for_step(out: Path, step: int, proc: subprocess.Popen) -> None:
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        if any(r.get("step", 0) >= step for r in runs.MetricsLog(out / "metrics.jsonl").records()):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"run ended or stalled before step {step}")
+
+
+@pytest.mark.parametrize("kill_at", [2, 17, 38])
+def test_kill9_anywhere_then_resume_is_exact(tmp_path, reference, kill_at):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_step(out, kill_at, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    subprocess.run(cmd(out), check=True, capture_output=True)
+    assert records(out) == reference
+    assert runs.read_json(out / "summary.json")["status"] == "finished"
+
+
+def test_kill_during_checkpoint_write_is_harmless(tmp_path, reference):
+    """The two windows of a checkpoint write: a partial temp file, and a renamed file whose
+    checksum sidecar was not yet written. Neither counts; the run resumes exactly."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_step(out, 10, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    ckpts = out / "checkpoints"
+    last = runs.checkpoint_paths(ckpts)[-1]
+    (ckpts / ".tmp_abc.part").write_bytes(last.read_bytes()[:100])
+    (ckpts / "step_00000099.pt").write_bytes(last.read_bytes()[:-10])  # no sidecar: incomplete
+    assert runs.checkpoint_paths(ckpts)[-1] == last
+    subprocess.run(cmd(out), check=True, capture_output=True)
+    assert records(out) == reference
+
+
+def test_corrupt_latest_checkpoint_falls_back(tmp_path, reference):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_step(out, 14, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    older, latest = runs.checkpoint_paths(out / "checkpoints")[-2:]
+    latest.write_bytes(latest.read_bytes()[: latest.stat().st_size // 2])  # truncated
+    with pytest.warns(UserWarning, match="skipping checkpoint"):
+        path, state = runs.load_latest_checkpoint(out / "checkpoints")
+    assert path == older and state["step"] < int(latest.stem.split("_")[1])
+    resumed = subprocess.run(cmd(out), check=True, capture_output=True, text=True)
+    assert "skipping checkpoint" in resumed.stderr
+    assert records(out) == reference
+
+
+def test_sigterm_checkpoints_and_marks_resumable(tmp_path, reference):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for_step(out, 7, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    summary = runs.read_json(out / "summary.json")
+    assert summary["status"] == "preempted" and "resumable" in summary["error"]
+    stopped_at = summary["step"]
+    assert runs.checkpoint_paths(out / "checkpoints")[-1].name == f"step_{stopped_at:08d}.pt"
+    subprocess.run(cmd(out), check=True, capture_output=True)
+    assert records(out) == reference
+
+
+def test_sweep_isolates_crash_divergence_and_invalid_points(tmp_path):
+    """Four sweep points: fine, crashes (no such device), diverges (absurd lr), invalid."""
+    conf = tmp_path / "conf" / "fault"
+    conf.mkdir(parents=True)
+    points = {"fine": "seed: 0", "crash": "train:\n  device: cuda:99",
+              "diverge": "train:\n  lr: 1.0e+30", "invalid": "train:\n  schedule: sometimes"}
+    for name, body in points.items():
+        (conf / f"{name}.yaml").write_text(f"# @package _global_\nrun_name: {name}\n{body}\n")
+    base = [o for o in TINY if not o.startswith("train.device")]  # the crash point sets it
+    proc = subprocess.run([sys.executable, "-m", "playground.train", "-m", *base, "train.steps=12",
+                           "train.ckpt_every=6", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+                           "sweep=faults", "+fault=fine,crash,diverge,invalid"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sweep = tmp_path / "results" / "faults"
+    status = {name: runs.read_json(sweep / name / "summary.json") for name in points}
+    assert status["fine"]["status"] == "finished"
+    assert status["crash"]["status"] == "failed" and "cuda" in status["crash"]["error"].lower()
+    assert status["diverge"]["status"] == "diverged" and "non-finite" in status["diverge"]["error"]
+    assert status["invalid"]["status"] == "invalid" and "train.schedule" in status["invalid"]["error"]
+    for name in points:  # never a NaN or infinity in a result file
+        for path in (sweep / name).glob("*.json*"):
+            assert "NaN" not in path.read_text() and "Infinity" not in path.read_text()
+    # the diverged run kept finite weights: its checkpoints hold no NaN
+    assert all(json.loads(line)["loss"] is None or json.loads(line)["loss"] < 1e9
+               for line in (sweep / "diverge" / "metrics.jsonl").read_text().splitlines()
+               if '"train"' in line)
+
+
+INVALID = [
+    (["task.foo=1"], "task.foo"),
+    (["train.lr=fast"], "train.lr"),
+    (["model.canon.positions=AX"], "model.canon.positions"),
+    (["model.canon.kernel=9"], "model.canon.kernel"),
+    (["model.canon.activation=relu"], "model.canon.activation"),
+    (["model.canon.init=ones"], "model.canon.init"),
+    (["train.micro_batch_size=5"], "train.micro_batch_size"),
+    (["train.schedule=step"], "train.schedule"),
+    (["task=depo1", "task.context=512"], "task.context"),
+    (["task.K=300"], "task.K"),
+    (["task.n_min=2"], "task.n_min"),
+    (["model.d_model=100"], "model.d_model"),
+    (["model.mixer.rope_fraction=2"], "model.mixer.rope_fraction"),
+    (["train.warmup_steps=500"], "train.warmup_steps"),
+    (["model.mlp=relu"], "model.mlp"),
+    (["model.mlp=none"], "model.canon.positions"),  # Canon C/D need an MLP
+    (["wandb.mode=cloud"], "wandb.mode"),
+    (["train.dtype=fp16"], "train.dtype"),
+    (["data.num_workers=-1"], "data.num_workers"),
+    (["task=brevo1", "task.query=first"], "task.query"),
+    (["task=mqar", "task.lengths=[0]"], "task.lengths"),
+    (["task=mqar_tiny", "task.max_key_len=3", "task.delimiter=false"], "task.delimiter"),
+    (["train.on_nonfinite=ignore"], "train.on_nonfinite"),
+    (["train.steps=-1"], "train.steps"),
+]
+
+
+@pytest.mark.parametrize("overrides,key", INVALID, ids=[k for _, k in INVALID])
+def test_invalid_config_gives_its_message(overrides, key):
+    with pytest.raises(ConfigError) as info:
+        to_objects(compose(overrides))
+    assert key in str(info.value)
+
+
+def test_all_problems_reported_at_once():
+    with pytest.raises(ConfigError) as info:
+        to_objects(compose(["model.canon.kernel=9", "train.schedule=step", "wandb.mode=cloud"]))
+    text = str(info.value)
+    assert "3 problems" in text and all(k in text for k in ("model.canon.kernel", "train.schedule", "wandb.mode"))
