@@ -32,7 +32,9 @@ class ModelConfig:
     depth_multiplier: int = 1  # blocks = n_layers × this (pure Mamba2 uses 2 to match Llama sizes)
     d_model: int = 64
     head_dim: int = 64
-    mlp: str = "swiglu"  # swiglu | gelu | none
+    mlp: str = "swiglu"  # swiglu | gelu | moe | none
+    moe_experts: int = 32  # with mlp=moe: SwiGLU experts, top-1 routing
+    moe_aux_weight: float = 0.01  # weight of the load-balancing loss
     tie_embeddings: bool = False
     init_std: float = 0.02
     norm_eps: float = 1e-5
@@ -49,6 +51,11 @@ class ModelConfig:
               f"a multiple of model.head_dim={self.head_dim}")
         check(self.mlp in MLPS, "model.mlp", self.mlp, f"one of {MLPS}")
         check(self.init_std > 0, "model.init_std", self.init_std, "a number > 0")
+        check(self.moe_experts >= 1, "model.moe_experts", self.moe_experts, "an integer >= 1")
+        check(self.moe_aux_weight >= 0, "model.moe_aux_weight", self.moe_aux_weight, "a number >= 0")
+        if self.mlp == "moe":
+            check("D" not in self.canon.positions, "model.canon.positions", self.canon.positions,
+                  "no D with model.mlp=moe (Canon-D has no single place among experts; A, B, C are fine)")
         if "C" in self.canon.positions or "D" in self.canon.positions:
             check(self.mlp != "none", "model.canon.positions", self.canon.positions,
                   "no C or D when model.mlp=none (there is no MLP to place them in)")
@@ -111,6 +118,7 @@ class DataConfig:
     shard_examples: int = 256  # examples packed together; part of the data's identity
     num_workers: int = 0  # loader processes (does not change the data)
     prefetch: int = 4  # shards each worker prepares ahead
+    isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
 
     def __post_init__(self) -> None:
         check(self.shard_examples >= 1, "data.shard_examples", self.shard_examples, "an integer >= 1")
@@ -204,6 +212,9 @@ def check_combinations(cfg: Config) -> None:
 
     if not isinstance(cfg.task, TaskConfig):
         return
+    check(not cfg.data.isolate_examples or cfg.model.mixer.name == "attention",
+          "data.isolate_examples", True, f"false with model.mixer.name={cfg.model.mixer.name!r} "
+          "(only attention separates packed examples so far)")
     longest = build_task(cfg.task).max_length()
     check(longest <= cfg.task.context, "task.context", cfg.task.context,
           f"at least {longest} tokens, the longest example of task {cfg.task.preset!r} at its "

@@ -18,7 +18,8 @@ from torch import nn
 
 from playground.config import ModelConfig
 from playground.layers.canon import Canon, canon_at
-from playground.layers.mlp import MLP
+from playground.layers.dynamic_canon import DynamicCanon
+from playground.layers.mlp import MLP, MoE
 from playground.layers.seq import Cache, Seq
 from playground.mixers import MIXERS
 
@@ -39,7 +40,7 @@ class Block(nn.Module):
         if cfg.mlp != "none":
             self.norm2 = nn.RMSNorm(d, eps=cfg.norm_eps)
             self.canon_c = canon_at(cfg.canon, "C", d)
-            self.mlp = MLP(d, cfg.mlp, cfg.canon)
+            self.mlp = MoE(d, cfg.moe_experts) if cfg.mlp == "moe" else MLP(d, cfg.mlp, cfg.canon)
 
     def forward(self, x: torch.Tensor, seq: Seq | None = None) -> torch.Tensor:
         x = x + self.mixer(self.canon_a(self.norm1(x), seq), seq)
@@ -58,14 +59,19 @@ class LM(nn.Module):
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.head.weight = self.embed.weight
+        self._moe = [m for m in self.modules() if isinstance(m, MoE)]
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Normal(0, init_std) weights; residual output projections scaled by 1/sqrt(2·layers)
-        (GPT-2); Canon layers use their own initialisation; norms start at 1."""
-        std = self.cfg.init_std
+        (GPT-2); Canon layers (static and dynamic) use their own initialisation; norms start
+        at 1."""
+        std, own = self.cfg.init_std, set()
         for name, module in self.named_modules():
-            if isinstance(module, Canon):
+            if id(module) in own:
+                continue
+            if isinstance(module, (Canon, DynamicCanon)):
                 module.reset_parameters(generator)
+                own.update(id(m) for m in module.modules())
             elif isinstance(module, nn.RMSNorm):
                 nn.init.ones_(module.weight)
             elif isinstance(module, (nn.Linear, nn.Embedding)) and not (
@@ -75,14 +81,20 @@ class LM(nn.Module):
                 scale = 1 / math.sqrt(2 * len(self.blocks)) if residual_out else 1.0
                 nn.init.normal_(module.weight, 0.0, std * scale, generator=generator)
 
+    def aux_loss(self) -> torch.Tensor | None:
+        """Sum of the auxiliary losses of the last forward pass (MoE load balancing), or None."""
+        losses = [m.aux_loss for m in self._moe if m.aux_loss is not None]
+        return torch.stack(losses).sum() if losses else None
+
     def new_cache(self) -> Cache:
         return Cache()
 
     def forward(self, ids: torch.Tensor, cache: Cache | None = None,
-                valid: torch.Tensor | None = None) -> torch.Tensor:
+                valid: torch.Tensor | None = None, segments: torch.Tensor | None = None) -> torch.Tensor:
         """ids: [B, T] → logits [B, T, V] (float32). ``cache`` continues a decoding;
-        ``valid`` [B, T] marks real tokens (False at padding, e.g. left-padded prompts)."""
-        seq = Seq.build(ids, cache, valid)
+        ``valid`` [B, T] marks real tokens (False at padding, e.g. left-padded prompts);
+        ``segments`` [B, T] keeps packed examples apart (``data.isolate_examples``)."""
+        seq = Seq.build(ids, cache, valid, segments)
         x = self.embed(ids)
         for block in self.blocks:
             x = block(x, seq)

@@ -69,14 +69,16 @@ def make_optimizer(model: LM, t: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), eps=t.eps, fused=True)
 
 
-def masked_loss_sum(model, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Sum of next-token cross-entropy over positions whose target is marked in ``mask``."""
-    logits = model(tokens)  # [B, T, V]
+def masked_loss_sum(model, tokens: torch.Tensor, mask: torch.Tensor,
+                    segments: torch.Tensor | None = None) -> torch.Tensor:
+    """Sum of next-token cross-entropy over positions whose target is marked in ``mask``
+    (``segments``: keep the packed examples apart, ``data.isolate_examples``)."""
+    logits = model(tokens) if segments is None else model(tokens, segments=segments)  # [B, T, V]
     targets = tokens[:, 1:].masked_fill(~mask[:, 1:], -100)
     return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), reduction="sum")
 
 
-def train_step(model, opt, tokens, mask, t: TrainConfig, device: torch.device):
+def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch.device):
     """One optimizer update over the global batch (split into micro-batches). Returns device
     tensors (mean loss per target token, whether the step was non-finite and skipped)."""
     micro = t.micro_batch_size or t.batch_size
@@ -85,10 +87,14 @@ def train_step(model, opt, tokens, mask, t: TrainConfig, device: torch.device):
     for lo in range(0, t.batch_size, micro):
         tok = tokens[lo : lo + micro].to(device, non_blocking=True)
         msk = mask[lo : lo + micro].to(device, non_blocking=True)
+        seg = None if segments is None else segments[lo : lo + micro].to(device, non_blocking=True)
         with autocast_for(device, t.dtype):
-            loss = masked_loss_sum(model, tok, msk) / n_targets
+            ce = masked_loss_sum(model, tok, msk, seg) / n_targets
+            loss = ce
+            if (aux := model.aux_loss()) is not None:  # MoE load balancing, per micro-batch
+                loss = ce + model.cfg.moe_aux_weight * aux * msk.shape[0] / t.batch_size
         loss.backward()
-        total += loss.detach()
+        total += ce.detach()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip or math.inf)
     bad = ~(torch.isfinite(total) & torch.isfinite(norm))
     opt.found_inf = bad.float()  # the fused kernel leaves weights and moments untouched if set
@@ -195,12 +201,13 @@ class Trainer:
         self.step += 1
         for group in self.opt.param_groups:
             group["lr"] = lr_at(self.step, t)
-        tokens, mask = next(batches)
-        loss, bad = train_step(self.step_fn, self.opt, tokens, mask, t, self.device)
+        batch = next(batches)
+        segments = batch.segments if self.cfg.data.isolate_examples else None
+        loss, bad = train_step(self.step_fn, self.opt, batch.tokens, batch.mask, segments, t, self.device)
         self.loss_acc += torch.where(bad, 0.0, loss)
         self.good_acc += (~bad).float()
         self.bad_total += bad.float()
-        self.tokens_seen += tokens.numel()
+        self.tokens_seen += batch.tokens.numel()
         bar.update(1)
         last = self.step == t.steps
         if self.step % t.log_every == 0 or last:

@@ -23,18 +23,20 @@ def examples_of(task, start, count):
 def test_windows_are_left_aligned_and_lossless():
     task = task_from(*TASK)
     exs = examples_of(task, 0, 40)
-    tokens, mask = pack(exs, 128, task.vocab.pad)
+    tokens, mask, segments = pack(exs, 128, task.vocab.pad)
     cursor = 0
-    for row, mrow in zip(tokens, mask):
+    for row, mrow, srow in zip(tokens, mask, segments):
         assert row[0] == task.vocab.bos  # every window starts at an example boundary
         used = int(np.flatnonzero(row != task.vocab.pad).max()) + 1
         assert not mrow[used:].any()
         # split the window at <bos> back into whole examples
         starts = np.flatnonzero(row[:used] == task.vocab.bos).tolist() + [used]
-        for a, b in zip(starts, starts[1:]):
+        for seg, (a, b) in enumerate(zip(starts, starts[1:])):
             ex = exs[cursor]
             assert row[a:b].tobytes() == ex.tokens.tobytes() and (mrow[a:b] == ex.loss_mask).all()
+            assert (srow[a:b] == seg).all()
             cursor += 1
+        assert (srow[used:] == -1).all()
         # the next example would not have fitted
         if cursor < len(exs):
             assert used + len(exs[cursor]) > 128

@@ -71,6 +71,55 @@ def test_canon_triton_gpu_matches_reference(width, dtype, act, residual, bias):
     compare(op, "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
 
 
+DYN_CASES = list(itertools.product([(2, 70, 130, 4, 8), (1, 5, 7, 3, 4), (2, 33, 64, 1, 16)], [True, False]))
+
+
+def dynamic_reference(x, u, w2, b, residual):
+    from playground.layers.dynamic_canon import dynamic_conv
+
+    w = torch.einsum("btr,kcr->btck", u, w2) + b.T[None, None]
+    return dynamic_conv(x, w) + (x if residual else 0)
+
+
+def compare_dynamic(op, device, dtype, shape, residual, tol):
+    b_, t, c, k, r = shape
+    g = torch.Generator().manual_seed(sum(shape))
+    inputs = [torch.randn(b_, t, c, generator=g).to(device, dtype), torch.randn(b_, t, r, generator=g).to(device, dtype),
+              (torch.randn(k, c, r, generator=g) / r).to(device), torch.randn(k, c, generator=g).to(device)]
+    inputs = [v.requires_grad_() for v in inputs]
+    gy = torch.randn(b_, t, c, generator=g).to(device, dtype)
+    got = (op(*inputs, residual),)
+    got += torch.autograd.grad(got[0], inputs, gy)
+    ref_in = [v.detach().float().requires_grad_() for v in inputs]
+    want = (dynamic_reference(*ref_in, residual),)
+    want += torch.autograd.grad(want[0], ref_in, gy.float())
+    for a, e in zip(got, want):
+        torch.testing.assert_close(a.float(), e, rtol=tol, atol=tol * max(1.0, e.abs().max().item()))
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_dynamic_canon_triton_interpreter_matches_reference():
+    code = ("import torch, test_kernels as t\n"
+            "from playground.kernels.dynamic_canon_triton import dynamic_canon\n"
+            "for shape, res in t.DYN_CASES:\n"
+            "    t.compare_dynamic(dynamic_canon, 'cpu', torch.float32, shape, res, 1e-4)\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(__file__), env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("width", [768, 2304, 4096])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dynamic_canon_triton_gpu_matches_reference(width, dtype):
+    from playground.kernels import dynamic_canon_triton
+
+    tol = 3e-2 if dtype == torch.bfloat16 else 1e-4
+    compare_dynamic(dynamic_canon_triton(), "cuda", dtype, (2, 2048, width, 4, 8), True, tol)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_canon_triton_compiles_without_graph_breaks():

@@ -54,7 +54,7 @@ def stats(task, examples) -> None:
     exs = [ex for _, ex in examples]
     elapsed = time.perf_counter() - tic
     lengths = np.array([len(ex) for ex in exs])
-    tokens, _ = pack(exs, task.cfg.context, task.vocab.pad)
+    tokens = pack(exs, task.cfg.context, task.vocab.pad)[0]
     fill = lengths.sum() / tokens.size
     print(f"vocabulary: {len(task.vocab)} tokens; max example length: {task.max_length()}")
     print(f"length: mean {lengths.mean():.1f}, min {lengths.min()}, max {lengths.max()}; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -20,8 +21,14 @@ from playground.data.packing import pack_shard
 from playground.tasks.base import Task
 
 
+class Batch(NamedTuple):
+    tokens: torch.Tensor  # int64[B, T]
+    mask: torch.Tensor  # bool[B, T]: targets
+    segments: torch.Tensor  # int32[B, T]: example index within the window, -1 on padding
+
+
 class ShardStream(IterableDataset):
-    """Yields (shard index, tokens[W, T], mask[W, T]) for shards start, start+1, … in order."""
+    """Yields (shard index, tokens, mask, segments) [W, T] each, for shards start, start+1, …"""
 
     def __init__(self, task: Task, split: str, shard_examples: int, start: int = 0):
         self.task, self.split, self.shard_examples, self.start = task, split, shard_examples, start
@@ -30,12 +37,12 @@ class ShardStream(IterableDataset):
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         for shard in itertools.count(self.start + worker, workers):
-            tokens, mask = pack_shard(self.task, self.split, shard, self.shard_examples)
-            yield shard, torch.from_numpy(tokens), torch.from_numpy(mask)
+            yield shard, *(torch.from_numpy(a) for a in pack_shard(self.task, self.split, shard,
+                                                                    self.shard_examples))
 
 
 class Batches:
-    """Infinite iterator of (tokens int64[B, T], mask bool[B, T]) training batches."""
+    """Infinite iterator of :class:`Batch` training batches."""
 
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
                  prefetch: int = 4, state: dict | None = None, split: str = "train"):
@@ -47,12 +54,12 @@ class Batches:
                             persistent_workers=False)
         self._shards: Iterator = iter(loader)
         self._shard, self._offset = state["shard"], state["offset"]
-        self._tokens, self._mask = self._next_shard(expect=self._shard)
+        self._arrays = self._next_shard(expect=self._shard)
 
-    def _next_shard(self, expect: int) -> tuple[torch.Tensor, torch.Tensor]:
-        shard, tokens, mask = next(self._shards)
+    def _next_shard(self, expect: int) -> tuple[torch.Tensor, ...]:
+        shard, *arrays = next(self._shards)
         assert shard == expect, f"loader returned shard {shard}, expected {expect}"
-        return tokens, mask
+        return tuple(arrays)
 
     def state_dict(self) -> dict:
         return {"shard": self._shard, "offset": self._offset}
@@ -60,18 +67,18 @@ class Batches:
     def __iter__(self):
         return self
 
-    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
-        tokens, masks, need = [], [], self.batch_size
+    def __next__(self) -> Batch:
+        parts, need = [], self.batch_size
         while need:
-            if self._offset == len(self._tokens):
+            if self._offset == len(self._arrays[0]):
                 self._shard, self._offset = self._shard + 1, 0
-                self._tokens, self._mask = self._next_shard(expect=self._shard)
-            take = min(need, len(self._tokens) - self._offset)
-            tokens.append(self._tokens[self._offset : self._offset + take])
-            masks.append(self._mask[self._offset : self._offset + take])
+                self._arrays = self._next_shard(expect=self._shard)
+            take = min(need, len(self._arrays[0]) - self._offset)
+            parts.append([a[self._offset : self._offset + take] for a in self._arrays])
             self._offset += take
             need -= take
-        return torch.cat(tokens).long(), torch.cat(masks)
+        tokens, mask, segments = (torch.cat(p) for p in zip(*parts))
+        return Batch(tokens.long(), mask, segments)
 
 
 def window_stream(task: Task, shard_examples: int, count: int, split: str = "train") -> np.ndarray:

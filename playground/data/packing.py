@@ -19,29 +19,30 @@ import numpy as np
 from playground.tasks.base import Example, Task
 
 
-def pack(examples: Iterable[Example], context: int, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pack examples in order into windows. Returns tokens int32[W, context], mask bool[W, context]."""
-    windows: list[tuple[np.ndarray, np.ndarray]] = []
-    tokens = np.full(context, pad_id, np.int32)
-    mask = np.zeros(context, bool)
+def pack(examples: Iterable[Example], context: int, pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pack examples in order into windows. Returns tokens int32[W, context], mask bool[W, context]
+    and segments int32[W, context] (the example's index within its window; -1 on padding)."""
+    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    row: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     used = 0
     for ex in examples:
         n = len(ex)
         if n > context:
             raise ValueError(f"an example of {n} tokens does not fit in task.context={context}; "
                              f"raise task.context or lower the task's difficulty")
-        if used + n > context:
-            windows.append((tokens, mask))
-            tokens, mask, used = np.full(context, pad_id, np.int32), np.zeros(context, bool), 0
+        if row is None or used + n > context:
+            row = (np.full(context, pad_id, np.int32), np.zeros(context, bool), np.full(context, -1, np.int32))
+            rows.append(row)
+            used = 0
+        tokens, mask, segments = row
         tokens[used : used + n] = ex.tokens
         mask[used : used + n] = ex.loss_mask
+        segments[used : used + n] = segments[used - 1] + 1 if used else 0
         used += n
-    if used:
-        windows.append((tokens, mask))
-    return np.stack([w[0] for w in windows]), np.stack([w[1] for w in windows])
+    return tuple(np.stack([r[i] for r in rows]) for i in range(3))  # type: ignore[return-value]
 
 
-def pack_shard(task: Task, split: str, shard: int, shard_examples: int) -> tuple[np.ndarray, np.ndarray]:
+def pack_shard(task: Task, split: str, shard: int, shard_examples: int) -> tuple[np.ndarray, ...]:
     """The windows of shard ``shard``: examples [shard·S, (shard+1)·S) of ``split``, packed."""
     first = shard * shard_examples
     examples = (task.example(split, i) for i in range(first, first + shard_examples))

@@ -6,16 +6,30 @@ from __future__ import annotations
 import functools
 
 
-@functools.cache
-def canon_triton():
-    """The fused Triton Canon op (``playground::canon_conv``), or None without triton/CUDA."""
+def _triton_on_cuda() -> bool:
     try:
         import torch
         import triton  # noqa: F401
-
-        if not torch.cuda.is_available():
-            return None
-        from playground.kernels.canon_triton import canon_conv
     except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@functools.cache
+def dynamic_canon_triton():
+    """The fused low-rank dynamic Canon op (``playground::dynamic_canon``), or None."""
+    if not _triton_on_cuda():
         return None
+    from playground.kernels.dynamic_canon_triton import dynamic_canon
+
+    return dynamic_canon
+
+
+@functools.cache
+def canon_triton():
+    """The fused Triton Canon op (``playground::canon_conv``), or None without triton/CUDA."""
+    if not _triton_on_cuda():
+        return None
+    from playground.kernels.canon_triton import canon_conv
+
     return canon_conv

@@ -7,7 +7,9 @@ decoding cache or padding (prompts of different lengths, left-padded into one ba
 - ``positions`` [B, T]: position of each token within its own row (padding does not count);
 - ``valid`` [B, T]: False at padding; layers must keep padding out of every real token's output
   (attention masks it as a key, convolutions and recurrences see zeros there);
-- ``key_valid`` [B, offset + T]: ``valid`` over the whole timeline, for attention.
+- ``key_valid`` [B, offset + T]: ``valid`` over the whole timeline, for attention;
+- ``segments`` [B, T]: with ``data.isolate_examples``, the packed example each token belongs to
+  (-1 on padding); no layer may mix different segments, and positions restart in each one.
 """
 
 from __future__ import annotations
@@ -42,10 +44,16 @@ class Seq:
     valid: torch.Tensor | None = None
     key_valid: torch.Tensor | None = None
     next_pos: torch.Tensor | None = None  # [B] position of each row's next token
+    segments: torch.Tensor | None = None
     cache: Cache | None = field(default=None, repr=False)
 
     @staticmethod
-    def build(ids: torch.Tensor, cache: Cache | None, valid: torch.Tensor | None) -> Seq | None:
+    def build(ids: torch.Tensor, cache: Cache | None, valid: torch.Tensor | None,
+              segments: torch.Tensor | None = None) -> Seq | None:
+        if segments is not None:
+            if cache is not None or valid is not None:
+                raise ValueError("segments (isolated examples) are for training calls only")
+            return Seq(positions=segment_positions(segments), segments=segments)
         if cache is None and valid is None:
             return None
         offset = cache.length if cache is not None else 0
@@ -62,7 +70,8 @@ class Seq:
         positions = (start[:, None] + counts - 1).clamp(min=0)
         past = cache.key_valid if cache is not None and cache.key_valid is not None else \
             torch.ones(b, offset, dtype=torch.bool, device=ids.device)
-        return Seq(offset, positions, v, torch.cat([past, v], dim=1), start + counts[:, -1], cache)
+        return Seq(offset=offset, positions=positions, valid=v, key_valid=torch.cat([past, v], dim=1),
+                   next_pos=start + counts[:, -1], cache=cache)
 
     def advance(self, t: int) -> None:
         """Record in the cache that this call's ``t`` tokens were processed."""
@@ -72,3 +81,12 @@ class Seq:
         cache.length += t
         if self.valid is not None:
             cache.key_valid, cache.next_pos = self.key_valid, self.next_pos
+
+
+def segment_positions(segments: torch.Tensor) -> torch.Tensor:
+    """Position of every token within its segment: [B, T] -> [B, T]."""
+    t = torch.arange(segments.shape[1], device=segments.device).expand_as(segments)
+    starts = torch.ones_like(segments, dtype=torch.bool)
+    starts[:, 1:] = segments[:, 1:] != segments[:, :-1]
+    first = torch.where(starts, t, torch.zeros_like(t)).cummax(dim=1).values
+    return t - first

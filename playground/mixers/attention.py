@@ -1,7 +1,8 @@
 """Multi-head causal self-attention (Llama style) through ``scaled_dot_product_attention``.
 
 Position encoding is configuration: RoPE on a fraction of each head's dims and/or of the heads
-(full RoPE, NoPE, the paper's reduced RoPE). Canon-B acts on the concatenated q, k, v
+(full RoPE, NoPE, the paper's reduced RoPE, "half the heads at half their dims"), and/or a
+distance bias (ALiBi, Hard-ALiBi; ``layers/alibi.py``). Canon-B acts on the concatenated q, k, v
 projections before RoPE. With a decoding cache the keys/values of earlier tokens are kept.
 """
 
@@ -14,8 +15,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from playground.errors import check
+from playground.layers.alibi import distances, with_distance_bias
 from playground.layers.canon import CanonConfig, canon_at
 from playground.layers.rotary import Rotary
+
+BIASES = ("none", "alibi", "hard_alibi")
 
 
 @dataclass
@@ -24,19 +28,26 @@ class AttentionConfig:
     rope_fraction: float = 1.0  # fraction of each head's dims that get RoPE (0 = NoPE)
     rope_heads: float = 1.0  # fraction of heads that get RoPE
     rope_base: float = 10000.0
+    bias: str = "none"  # none | alibi | hard_alibi (head h sees distance <= h)
 
     def __post_init__(self) -> None:
+        check(self.bias in BIASES, "model.mixer.bias", self.bias, f"one of {BIASES}")
         for key in ("rope_fraction", "rope_heads"):
             value = getattr(self, key)
             check(0.0 <= value <= 1.0, f"model.mixer.{key}", value, "a number in [0, 1]")
         check(self.rope_base > 1.0, "model.mixer.rope_base", self.rope_base, "a number > 1")
 
     def tag(self) -> str:
-        """``rope``, ``nope``, or e.g. ``rope0.25`` / ``rope0.25h0.5`` for reduced RoPE."""
+        """``rope``, ``nope``, ``alibi``, ``hard_alibi``, or e.g. ``rope0.25`` / ``rope0.5h0.5``
+        for reduced RoPE (``+alibi`` when combined)."""
         if self.rope_fraction == 0 or self.rope_heads == 0:
-            return "nope"
-        tag = "rope" if self.rope_fraction == 1 else f"rope{self.rope_fraction:g}"
-        return tag if self.rope_heads == 1 else f"{tag}h{self.rope_heads:g}"
+            tag = "nope"
+        else:
+            tag = "rope" if self.rope_fraction == 1 else f"rope{self.rope_fraction:g}"
+            tag = tag if self.rope_heads == 1 else f"{tag}h{self.rope_heads:g}"
+        if self.bias == "none":
+            return tag
+        return self.bias if tag == "nope" else f"{tag}+{self.bias}"
 
 
 class Attention(nn.Module):
@@ -44,20 +55,34 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.head_dim = d_model // head_dim, head_dim
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
-        self.canon_b = canon_at(canon, "B", 3 * d_model)
+        self.canon_b = canon_at(canon, "B", 3 * d_model, source=d_model)
+        self.canon_o = canon_at(canon, "O", d_model)
         self.rotary = Rotary(self.n_heads, head_dim, cfg.rope_fraction, cfg.rope_heads, cfg.rope_base)
         self.out = nn.Linear(d_model, d_model, bias=False)
+        self.bias = cfg.bias
 
     def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
         b, t, d = x.shape
-        qkv = self.canon_b(self.qkv(x), seq)
+        qkv = self.canon_b(self.qkv(x), seq, x)
         q, k, v = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # [B, H, T, hd]
         positions = 0 if seq is None else (seq.offset if seq.positions is None else seq.positions)
         q, k = self.rotary(q, positions), self.rotary(k, positions)
         if seq is not None and seq.cache is not None:
             k, v = self._extend_cache(seq, k, v)
-        y = F.scaled_dot_product_attention(q, k, v, **attention_mask(seq, t, k.shape[2], x.device))
-        return self.out(y.transpose(1, 2).reshape(b, t, d))
+        y = F.scaled_dot_product_attention(q, k, v, **self._mask(seq, t, k.shape[2], x.device))
+        return self.canon_o(self.out(y.transpose(1, 2).reshape(b, t, d)), seq, x)
+
+    def _mask(self, seq, t_q: int, t_k: int, device: torch.device) -> dict:
+        mask = attention_mask(seq, t_q, t_k, device)
+        if self.bias == "none":
+            return mask
+        allowed = mask.get("attn_mask")
+        if allowed is None:  # plain causal (or a single query, which may see every key)
+            allowed = torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(t_k - t_q)
+        while allowed.dim() < 4:
+            allowed = allowed[None]
+        dist = distances(seq, t_q, t_k, device)
+        return {"attn_mask": with_distance_bias(self.bias, allowed, dist, self.n_heads)}
 
     def _extend_cache(self, seq, k: torch.Tensor, v: torch.Tensor):
         """Write this call's keys/values at slots [offset, offset+T) of a buffer that grows by
@@ -78,6 +103,9 @@ class Attention(nn.Module):
 def attention_mask(seq, t_q: int, t_k: int, device: torch.device) -> dict:
     """SDPA arguments: causal over the timeline (queries are its last ``t_q`` slots) and, with
     padding, no real token attends a padded key (a padded query sees itself, to stay finite)."""
+    if seq is not None and seq.segments is not None:  # isolated examples: block-diagonal causal
+        same = seq.segments[:, :, None] == seq.segments[:, None, :]
+        return {"attn_mask": (same & torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril())[:, None]}
     if seq is None or seq.key_valid is None:
         if t_q == t_k:
             return {"is_causal": True}
