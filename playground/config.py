@@ -150,10 +150,12 @@ class Config:
 
 
 def _label(value) -> str:
-    """A config value as a path-safe label: lists join with '-' (``[8, 16]`` -> ``8-16``)."""
+    """A config value as a path-safe label: lists join with '-' (``[8, 16]`` -> ``8-16``), a
+    file path becomes its stem (``grammars/small4.json`` -> ``small4``)."""
     if isinstance(value, (list, tuple)) or OmegaConf.is_list(value):
         return "-".join(str(v) for v in value)
-    return str(value)
+    text = str(value)
+    return Path(text).stem if "/" in text or text.endswith(".json") else text
 
 
 def run_name(cfg: DictConfig) -> str:

@@ -1,0 +1,228 @@
+"""Lano: hierarchical structure. Language modelling of sentences of a layered CFG.
+
+An example is ``<bos>`` followed by one sentence sampled from the grammar (uniform rule
+choice), every token a target. Packed windows therefore read ``<bos> s1 <bos> s2 …`` and the
+``<bos>`` that opens a sentence is also the predicted end of the one before it.
+
+A decoded example (``playground-data show task=cfg3f count=1``: eval split, index 0)::
+
+    <bos> 1 2 1 2 3 2 1 1 3 2 2 3 2 2 3 3 1 2 1 1 2 1 2 3 3 3 2 2 3 2 3 1 1 3 3 1 … (249 tokens)
+    meta: {"grammar": "cfg3f", "length": 248, "level_sizes": [1, 3, 6, 15, 39, 99, 248],
+           "tree": "(22 (21 (16 (13 (11 (8 1 2) (8 1 2)) (12 (7 3 2) (9 1 1) …"}
+
+Evaluation (facts: ../shared/TASKS.md, Lano):
+
+* **generation accuracy** ``gen_acc`` (the primary metric): ``gen_samples`` continuations of
+  ``<bos>`` sampled at ``gen_temperature`` with cached decoding, each ending at the next
+  ``<bos>``/``<eos>`` or after ``gen_max_len`` tokens; the fraction that stopped and that the
+  exact recognizer accepts, with length statistics;
+* **KL** between the true next-symbol distribution over {end, terminals} (exact inside +
+  prefix probabilities) and the model's, restricted to the same outcomes and renormalised, both
+  smoothed by 1e-5, teacher-forced on the held-out eval sentences, averaged over positions;
+* **entropies** of both distributions (means over positions) for diagnostics;
+  ``position_stats`` gives them per position.
+
+Sentences longer than ``context - 1`` are redrawn from the same generator so that every example
+fits a window; the config refuses a context where that would happen with probability above
+1e-4 under the grammar (for cfg3f at context 512 it is 1.2e-6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from playground.errors import ConfigError, check
+from playground.generate import generate
+from playground.grammar import (
+    Grammar,
+    GrammarError,
+    accepts_many,
+    bracket,
+    load_grammar,
+    next_symbol_probs,
+    sample_levels,
+    sample_with_tree,
+)
+from playground.tasks.base import (
+    Example,
+    Task,
+    TaskConfig,
+    Vocab,
+    autocast_for,
+    pad_batch,
+    rng_for,
+)
+
+SMOOTH = 1e-5  # added to both distributions before the KL (../shared/TASKS.md)
+MAX_OVERFLOW = 1e-4  # largest allowed P(sentence longer than context - 1)
+
+
+@dataclass
+class LanoConfig(TaskConfig):
+    name: str = "lano"
+    preset: str = "cfg3f"
+    grammar: str = "cfg3f"  # a shipped grammar (cfg3f, cfg3j, cfg3k) or a grammar JSON path
+    context: int = 512
+    eval_size: int = 256  # held-out true sentences for the KL and entropies
+    gen_samples: int = 256  # sentences generated from <bos> for generation accuracy
+    gen_max_len: int = 0  # longest generated sentence; 0: min(longest possible, context - 1)
+    gen_temperature: float = 1.0
+    gen_seed: int = 0  # seed of the sampling during evaluation (same samples every eval call)
+
+    difficulty_keys: ClassVar[tuple[str, ...]] = ("grammar",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.gen_samples >= 1, "task.gen_samples", self.gen_samples, "an integer >= 1")
+        check(self.gen_max_len >= 0, "task.gen_max_len", self.gen_max_len, "an integer >= 0 (0: auto)")
+        check(self.gen_temperature > 0, "task.gen_temperature", self.gen_temperature, "a number > 0")
+        check(self.gen_seed >= 0, "task.gen_seed", self.gen_seed, "a non-negative integer")
+        try:
+            g = load_grammar(self.grammar)
+        except GrammarError as err:
+            raise ConfigError(f"task.grammar={self.grammar!r} is invalid: {err}") from None
+        overflow = float(g.length_pmf()[self.context:].sum())
+        check(overflow <= MAX_OVERFLOW, "task.context", self.context,
+              f"a context that fits all but a fraction <= {MAX_OVERFLOW:g} of the sentences of "
+              f"{g.name} (with <bos>); {overflow:.3g} of them are longer than {self.context - 1}")
+
+
+class Lano(Task):
+    Config = LanoConfig
+    primary_metric = "gen_acc"
+
+    def __init__(self, cfg: LanoConfig):
+        self.grammar: Grammar = load_grammar(cfg.grammar)
+        super().__init__(cfg)
+        v = self.vocab
+        self.outcome_ids = [v.bos] + [v[str(t)] for t in self.grammar.terminals]  # end, terminals
+        self._terminal_of = {v[str(t)]: t for t in self.grammar.terminals}
+        self._truth: dict[bytes, np.ndarray] = {}  # sentence tokens -> exact next-symbol probs
+
+    def build_vocab(self) -> Vocab:
+        return Vocab([str(t) for t in self.grammar.terminals])
+
+    def max_length(self) -> int:
+        return min(self.grammar.length_range()[1] + 1, self.cfg.context)
+
+    def gen_max_len(self) -> int:
+        return self.cfg.gen_max_len or min(self.grammar.length_range()[1], self.cfg.context - 1)
+
+    def train_steps(self, batch_size: int) -> int:
+        return 100_000  # the paper's recipe (batch 96)
+
+    def example(self, split: str, index: int) -> Example:
+        rng = rng_for(self.cfg.seed, split, index)
+        tree = None
+        while True:  # redraw the (rare, see the module docstring) sentences that cannot fit
+            if split == "train":
+                levels = sample_levels(self.grammar, rng)
+            else:
+                _, tree = sample_with_tree(self.grammar, rng)
+                levels = _levels_of(tree)
+            if len(levels[-1]) < self.cfg.context:
+                break
+        ids = [self.vocab.bos] + [self.vocab[str(t)] for t in levels[-1].tolist()]
+        meta = {"grammar": self.grammar.name, "length": len(levels[-1]),
+                "level_sizes": [len(lv) for lv in levels]}
+        if tree is not None:
+            meta["tree"] = bracket(tree)
+        return Example(np.asarray(ids, np.int32), np.ones(len(ids), bool), meta)
+
+    def describe(self, ex: Example) -> str:
+        return f"{self.vocab.decode(ex.tokens)}   (every token is a target)"
+
+    def symbols(self, tokens) -> list[int] | None:
+        """Token ids -> terminal symbols; None if a token is not a terminal."""
+        out = [self._terminal_of.get(int(t)) for t in tokens]
+        return None if any(s is None for s in out) else out  # type: ignore[return-value]
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+        out = self.generation_metrics(model, batch_size)
+        stats = self.position_stats(model, examples, batch_size)
+        out.update({"kl": float(stats["kl"].mean()), "ent_true": float(stats["ent_true"].mean()),
+                    "ent_model": float(stats["ent_model"].mean()),
+                    "mass_outside": float(stats["mass_outside"].mean())})
+        return out
+
+    def generation_metrics(self, model, batch_size: int = 64) -> dict[str, float]:
+        c, v = self.cfg, self.vocab
+        gens = generate(model, [[v.bos]] * c.gen_samples, max_new=self.gen_max_len() + 1,
+                        stop=(v.bos, v.eos), temperature=c.gen_temperature,
+                        batch_size=batch_size, seed=c.gen_seed, pad_id=v.pad)
+        candidates = [self.symbols(g.tokens) if g.stopped else None for g in gens]
+        valid = [k for k, s in enumerate(candidates) if s]
+        verdicts = accepts_many(self.grammar, [candidates[k] for k in valid])
+        accepted = sum(verdicts)
+        lengths = np.array([len(g.tokens) for g in gens], float)
+        return {"gen_acc": accepted / len(gens), "gen_stopped": float(np.mean([g.stopped for g in gens])),
+                "gen_len_mean": float(lengths.mean()), "gen_len_std": float(lengths.std()),
+                "gen_len_min": float(lengths.min()), "gen_len_max": float(lengths.max()),
+                "gen_distinct": len({g.tokens.tobytes() for g in gens}) / len(gens)}
+
+    def truth(self, ex: Example) -> np.ndarray:
+        """float64[L, 1+T]: row i = the true next-symbol distribution [end, terminals…] after
+        the example's first i tokens (row 0 follows ``<bos>``), cached per sentence."""
+        key = ex.tokens.tobytes()
+        if key not in self._truth:
+            sentence = self.symbols(ex.tokens[1:])
+            if sentence is None:
+                raise ValueError("a Lano example holds a token that is not a terminal")
+            self._truth[key] = next_symbol_probs(self.grammar, sentence)
+        return self._truth[key]
+
+    @torch.no_grad()
+    def position_stats(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, np.ndarray]:
+        """Per position of every example (concatenated): ``kl``, ``ent_true``, ``ent_model``,
+        ``mass_outside`` (model probability on tokens other than end/terminals) and ``pos``."""
+        device = next(model.parameters()).device
+        ids = torch.tensor(self.outcome_ids, device=device)
+        parts: dict[str, list[np.ndarray]] = {k: [] for k in ("kl", "ent_true", "ent_model", "mass_outside", "pos")}
+        order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
+        was_training = model.training
+        model.eval()
+        for lo in range(0, len(order), batch_size):
+            batch = [examples[i] for i in order[lo : lo + batch_size]]
+            tokens = pad_batch([ex.tokens for ex in batch], self.vocab.pad).to(device)
+            with autocast_for(device):
+                logits = model(tokens).float()  # [B, T, V]
+            logp = torch.log_softmax(logits, -1)
+            outside = 1 - logp[..., ids].exp().sum(-1)  # [B, T]
+            p = torch.softmax(logits[..., ids], -1).double().cpu().numpy()  # [B, T, 1+T']
+            for row, ex in enumerate(batch):
+                n = len(ex)
+                stats = _compare(self.truth(ex), p[row, :n])
+                stats["mass_outside"] = outside[row, :n].double().cpu().numpy()
+                stats["pos"] = np.arange(n, dtype=float)
+                for k, vals in stats.items():
+                    parts[k].append(vals)
+        model.train(was_training)
+        return {k: np.concatenate(vals) for k, vals in parts.items()}
+
+
+def _compare(q: np.ndarray, p: np.ndarray) -> dict[str, np.ndarray]:
+    """KL(q' || p') weighted by q (TASKS.md) and both entropies, per row of [n, outcomes]."""
+    k = q.shape[1]
+    qs, ps = (q + SMOOTH) / (1 + k * SMOOTH), (p + SMOOTH) / (1 + k * SMOOTH)
+    kl = (q * (np.log(qs) - np.log(ps))).sum(1)
+    return {"kl": kl, "ent_true": _entropy(q), "ent_model": _entropy(p)}
+
+
+def _entropy(p: np.ndarray) -> np.ndarray:
+    safe = np.where(p > 0, p, 1.0)
+    return -(p * np.log(safe)).sum(1)
+
+
+def _levels_of(tree) -> list[np.ndarray]:
+    """The symbols of each level of a parse tree, left to right (the last level: the leaves)."""
+    levels, frontier = [], [tree]
+    while frontier:
+        levels.append(np.array([n[0] if isinstance(n, tuple) else n for n in frontier], np.int64))
+        frontier = [c for n in frontier if isinstance(n, tuple) for c in n[1]]
+    return levels
