@@ -169,7 +169,8 @@ def run_name(cfg: DictConfig) -> str:
     difficulty = "_".join(f"{k}{_label(cfg.task[k])}" for k in task_cls.Config.difficulty_keys)
     mixer = MIXERS[cfg.model.mixer.name][0].tag(cfg.model.mixer)
     canon = CanonConfig.tag(cfg.model.canon)
-    parts = [cfg.task.preset, difficulty, cfg.model.size, mixer, f"canon-{canon}",
+    body = "" if cfg.model.mlp == "swiglu" else f"mlp{cfg.model.mlp}"
+    parts = [cfg.task.preset, difficulty, cfg.model.size.replace("/", "-"), body, mixer, f"canon-{canon}",
              f"lr{cfg.train.lr:g}", f"s{cfg.seed}"]
     return "_".join(p for p in parts if p)
 

@@ -64,7 +64,8 @@ class LM(nn.Module):
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Normal(0, init_std) weights; residual output projections scaled by 1/sqrt(2·layers)
         (GPT-2); Canon layers (static and dynamic) use their own initialisation; norms start
-        at 1."""
+        at 1; then each mixer's ``reset_parameters`` (if any) sets its own parameters (e.g.
+        Mamba2's A and dt, mimetic structure) on top of the generic pass."""
         std, own = self.cfg.init_std, set()
         for name, module in self.named_modules():
             if id(module) in own:
@@ -80,6 +81,9 @@ class LM(nn.Module):
                 residual_out = name.endswith(("mixer.out", "mlp.down"))
                 scale = 1 / math.sqrt(2 * len(self.blocks)) if residual_out else 1.0
                 nn.init.normal_(module.weight, 0.0, std * scale, generator=generator)
+        for block in self.blocks:
+            if hasattr(block.mixer, "reset_parameters"):
+                block.mixer.reset_parameters(generator)
 
     def aux_loss(self) -> torch.Tensor | None:
         """Sum of the auxiliary losses of the last forward pass (MoE load balancing), or None."""

@@ -26,6 +26,7 @@ CKPT_RE = re.compile(r"step_(\d+)\.pt$")
 def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -63,6 +63,7 @@ def describe(cfg: Config, model: LM) -> dict:
     return {
         "task": task.preset, "task_name": task.name, "difficulty": {k: getattr(task, k) for k in keys},
         "size": cfg.model.size, "mixer": cfg.model.mixer.name, "mixer_tag": cfg.model.mixer.tag(),
+        "mlp": cfg.model.mlp, "layers": cfg.model.n_layers * cfg.model.depth_multiplier,
         "canon": cfg.model.canon.tag(), "lr": cfg.train.lr, "seed": cfg.seed, "data_seed": task.seed,
         "steps": cfg.train.steps, "params": model.param_counts(),
     }

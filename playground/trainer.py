@@ -29,7 +29,8 @@ from playground.device import autocast_for, pick_device
 from playground.model import LM, build_model
 from playground.tasks import Task, build_task
 
-PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+# SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)
+PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
 class Diverged(RuntimeError):
@@ -159,17 +160,25 @@ class Trainer:
 
     @contextlib.contextmanager
     def preemption_signals(self):
-        """While training, SIGTERM/SIGUSR1 only set a flag; the loop checkpoints and stops."""
+        """While training, a preemption signal only sets a flag; the loop then checkpoints and
+        hands the signal to the handler that was there before (e.g. submitit's requeue), or
+        stops the run as resumable."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = {s: signal.signal(s, lambda signum, _frame: setattr(self, "_signal", signum))
-                    for s in PREEMPT_SIGNALS}
+        self._previous = {s: signal.signal(s, lambda signum, _frame: setattr(self, "_signal", signum))
+                          for s in PREEMPT_SIGNALS}
         try:
             yield
         finally:
-            for s, handler in previous.items():
+            for s, handler in self._previous.items():
                 signal.signal(s, handler)
+
+    def _after_preemption_checkpoint(self) -> None:
+        previous = getattr(self, "_previous", {}).get(self._signal)
+        if callable(previous):  # e.g. submitit's handler, which requeues the job
+            previous(self._signal, None)
+        raise Preempted(self._signal)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -223,7 +232,7 @@ class Trainer:
             self.save(batches)
             self._tic = time.perf_counter()
         if self._signal is not None:
-            raise Preempted(self._signal)
+            self._after_preemption_checkpoint()
 
     def _lap(self) -> None:
         """Add the time since the last lap to the training time (evals/checkpoints excluded)."""

@@ -13,9 +13,13 @@ GROUPS = ["task", "mixer", "canon", "size", "model", "train", "experiment"]
 PRESETS = [(g, p.stem) for g in GROUPS for p in sorted((CONF_DIR / g).glob("*.yaml"))]
 
 
+# presets that only make sense together with another group's choice
+PAIRED = {("model", "mamba2"): ["mixer=mamba2", "canon=none"], ("model", "mamba2_mlp"): ["mixer=mamba2"]}
+
+
 @pytest.mark.parametrize("group,name", PRESETS)
 def test_preset_composes(group, name):
-    cfg = to_objects(compose([f"{group}={name}"]))
+    cfg = to_objects(compose([f"{group}={name}", *PAIRED.get((group, name), [])]))
     task = build_task(cfg.task)
     if group not in ("size", "experiment") or cfg.model.d_model <= 128:
         build_model(cfg.model, len(task.vocab))

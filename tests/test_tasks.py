@@ -14,7 +14,8 @@ from playground.data.cli import main as data_main
 from playground.train import run
 
 PRESETS = sorted(p.stem for p in (CONF_DIR / "task").glob("*.yaml"))
-TINY = {"depo": "depo_tiny", "brevo": "brevo_tiny", "mano": "mano_tiny", "mqar": "mqar_tiny"}
+TINY = {"depo": "depo_tiny", "brevo": "brevo_tiny", "mano": "mano_tiny", "mqar": "mqar_tiny",
+        "capo": "capo_tiny", "reverse": "reverse"}
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -1,0 +1,193 @@
+"""From run directories to heatmap cells: the data side of ``playground-report``.
+
+Every run is named in the paper's vocabulary (panel ``depo1_K8``, row ``N=225``, architecture
+``llama_nope``, canon ``abcd_res``, size ``12L768D``) so our cells line up with
+``results/paper/heatmaps.csv``. A cell is the best finished run over learning rates and seeds
+(the paper's choice), optionally the mean ± spread over seeds at the best learning rate. Runs
+that failed, diverged or are missing are shown as such and never mixed into a value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from playground import runs as rundir
+
+SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")
+ROPE_NAMES = {"rope": "llama_rope", "nope": "llama_nope", "rope0.25": "llama_rope_quarter"}
+CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]
+PAPER_CSV = Path(__file__).resolve().parent.parent / "results" / "paper" / "heatmaps.csv"
+
+
+def size_order(size: str) -> tuple:
+    """Sizes in the paper's column order: by layers, then width (8L512D, 8L768D, 12L512D, …)."""
+    import re
+
+    m = re.match(r"(\d+)L(\d+)D", str(size))
+    return (0, int(m.group(1)), int(m.group(2)), "") if m else (1, 0, 0, str(size))
+
+
+def architecture(run: pd.Series) -> str:
+    mixer, tag = run.get("mixer"), str(run.get("mixer_tag"))
+    if mixer == "attention":
+        return ROPE_NAMES.get(tag, f"llama_{tag}")
+    if mixer == "mamba2":
+        return "mamba2" if run.get("mlp") == "none" else "mamba2_mlp"
+    return str(mixer)
+
+
+def canon_id(run: pd.Series) -> str:
+    """``abcd_res``, ``ab_nores``, ``conv1d``, ``noconv1d``, ``none``… as in the paper's figures."""
+    tag = str(run.get("canon"))
+    if tag != "none":
+        parts = tag.split("-")
+        rest = [p for p in parts[1:] if p != "nores"]
+        return "_".join([parts[0].lower(), "nores" if "nores" in parts else "res", *rest])
+    mixer_tag = str(run.get("mixer_tag"))
+    for marker, name in (("canonAB-nores", "ab_nores"), ("canonAB-res", "ab_res"),
+                         ("canonB-nores", "b_nores"), ("canonB-res", "b_res"), ("noconv1d", "noconv1d")):
+        if marker in mixer_tag:
+            return name
+    if "conv1d" in mixer_tag or (run.get("mixer") == "mamba2"):
+        return "conv1d"
+    return "none"
+
+
+def panel_and_row(run: pd.Series) -> tuple[str, str, float]:
+    """Panel (a heatmap), row label, and a sort key for the row (its difficulty)."""
+    task, preset = run.get("task_name"), str(run.get("task"))
+    diff = {k.split(".", 1)[1]: v for k, v in run.items()
+            if str(k).startswith("difficulty.") and not (isinstance(v, float) and np.isnan(v))}
+    if task == "depo":
+        return f"{preset.split('_')[0]}_K{int(diff['K'])}", f"N={int(diff['N'])}", float(diff["N"])
+    if task == "lano":
+        grammar = str(diff.get("grammar"))
+        return "lano", grammar, float(sum(map(ord, grammar)))
+    key, value = next(iter(diff.items()), ("", ""))
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    label = "-".join(map(str, value)) if isinstance(value, list) else value
+    order = float(max(value)) if isinstance(value, list) else float(value) if str(value).isdigit() else 0.0
+    return str(preset), f"{key}={label}", order
+
+
+def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Keep runs whose recorded config hash matches their config.yaml and whose directory is
+    the one their config declares (``out_dir``); return the rest as messages (refused)."""
+    keep, problems = [], []
+    for i, run in frame.iterrows():
+        path = Path(run["run_dir"])
+        if run.get("status") != "finished" or not (path / "config.yaml").exists():
+            keep.append(i)
+            continue
+        config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"))
+        if run.get("config_hash") not in (None, rundir.config_hash(config)):
+            problems.append(f"{path}: config.yaml does not match the config hash in summary.json")
+        elif config.get("out_dir") and Path(config["out_dir"]).name != path.name:
+            problems.append(f"{path}: its config declares another run directory ({config['out_dir']})")
+        else:
+            keep.append(i)
+    return frame.loc[keep], problems
+
+
+def annotate(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the paper-vocabulary columns and each run's value(s) to a ``load_runs`` frame."""
+    frame = frame.copy()
+    if frame.empty:
+        return frame.assign(**{k: [] for k in CELL_KEYS + ["value", "value2"]})
+    named = frame.apply(panel_and_row, axis=1, result_type="expand")
+    frame["panel"], frame["row"], frame["row_order"] = named[0], named[1], named[2]
+    frame["architecture"] = frame.apply(architecture, axis=1)
+    frame["canon"] = frame.apply(canon_id, axis=1)
+    is_depo = frame["task_name"] == "depo"
+    primary = pd.to_numeric(frame.get("primary"), errors="coerce")
+    frame["value"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K"), errors="coerce"), primary)
+    frame["value2"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K2"), errors="coerce"), np.nan)
+    order = frame.groupby("panel")["row_order"].rank(method="dense").astype(int) - 1
+    frame["row_index"] = order
+    return frame
+
+
+def _cell(group: pd.DataFrame, agg: str) -> dict:
+    done = group[(group["status"] == "finished") & group["value"].notna()]
+    failed = group[group["status"] != "finished"]
+    out = {"n_runs": len(group), "n_finished": len(done), "n_failed": len(failed),
+           "failures": "; ".join(sorted({f"{s}: {str(e)[:80]}" for s, e in zip(failed["status"],
+                                                                              failed.get("error", ""))}))}
+    if done.empty:
+        return {**out, "status": "failed" if len(failed) else "missing", "value": np.nan, "value2": np.nan}
+    by_lr = done.groupby("lr")["value"].agg(["mean", "std", "count", "max"])
+    best = done.sort_values(["value", "value2"], ascending=False).iloc[0]
+    lr = by_lr["mean"].idxmax() if agg == "mean" else best["lr"]
+    value = by_lr.loc[lr, "mean"] if agg == "mean" else best["value"]
+    at_lr = done[done["lr"] == lr].sort_values("value", ascending=False).iloc[0]
+    return {**out, "status": "finished", "value": value, "value2": at_lr["value2"],
+            "spread": by_lr.loc[lr, "std"], "seeds": int(by_lr.loc[lr, "count"]), "lr": lr,
+            "best_run": at_lr["run"]}
+
+
+def cells(frame: pd.DataFrame, agg: str = "best") -> pd.DataFrame:
+    """One row per heatmap cell: ``agg='best'`` (max over lr and seed) or ``'mean'`` (best lr
+    by the mean over seeds; ``spread`` is their standard deviation)."""
+    if frame.empty:
+        return pd.DataFrame(columns=CELL_KEYS + ["status", "value", "value2"])
+    rows = [{**dict(zip(CELL_KEYS, key)), **_cell(group, agg)}
+            for key, group in frame.groupby(CELL_KEYS, dropna=False)]
+    return pd.DataFrame(rows).sort_values(["panel", "architecture", "canon", "row_index", "size"])
+
+
+def paper_cells(figure: int | None = None, path: Path = PAPER_CSV) -> pd.DataFrame:
+    """The transcribed paper cells as (panel, row, row_index, size, architecture, canon, value,
+    value2) in the same units as ours (fractions)."""
+    ref = pd.read_csv(path)
+    if figure is not None:
+        ref = ref[ref["figure"] == figure]
+    ref = ref.rename(columns={"task": "panel", "row_label": "row"})
+    ref["value"] = ref["value"] / 100.0
+    key = ["figure", "panel", "architecture", "canon", "row", "size"]
+    wide = ref.pivot_table(index=key, columns="metric", values="value", aggfunc="first").reset_index()
+    wide["value"] = wide.get("acc_k_K", pd.Series(np.nan, index=wide.index)).fillna(wide.get("acc"))
+    wide["value2"] = wide.get("acc_k_K2", pd.Series(np.nan, index=wide.index))
+    wide["row_order"] = wide["row"].str.extract(r"(\d+)$")[0].astype(float).fillna(
+        wide["row"].map(lambda r: float(sum(map(ord, r)))))
+    wide["row_index"] = wide.groupby(["figure", "panel"])["row_order"].rank(method="dense").astype(int) - 1
+    return wide.drop(columns=[c for c in ("acc_k_K", "acc_k_K2", "acc") if c in wide])
+
+
+def versus_paper(ours: pd.DataFrame, figure: int) -> pd.DataFrame:
+    """Every transcribed cell of ``figure`` next to ours (matched by panel, architecture, canon,
+    row position and size; rows differ in difficulty at mini scale, so both labels are kept)."""
+    ref = paper_cells(figure)
+    mine = ours[["panel", "architecture", "canon", "row_index", "size", "row", "value", "value2", "status"]]
+    merged = ref.merge(mine, on=["panel", "architecture", "canon", "row_index", "size"], how="left",
+                       suffixes=("_paper", "_ours"))
+    merged["status"] = merged["status"].fillna("missing")
+    merged["diff"] = merged["value_ours"] - merged["value_paper"]
+    return merged.sort_values(["panel", "architecture", "canon", "row_index", "size"]).reset_index(drop=True)
+
+
+# -- Capo ------------------------------------------------------------------------------------
+
+
+CAPO_COLUMNS = {"difficulty.N": "N", "difficulty.E": "E", "size": "size", "arch": "arch",
+                "metrics.params_used": "params", "metrics.bits": "bits",
+                "metrics.bits_per_param": "bits_per_param", "metrics.bits_upper": "bits_upper",
+                "lr": "lr", "seed": "seed", "step": "step", "run": "run"}
+
+
+def capo_table(runs: pd.DataFrame, best: bool = True) -> pd.DataFrame:
+    """Finished Capo runs as rows (N, E, size, arch, params, bits, …); with ``best``, only the
+    run with the most bits per (N, E, arch, size): the paper's best over a learning-rate grid."""
+    if runs.empty or "task_name" not in runs or "metrics.bits" not in runs:
+        return pd.DataFrame(columns=list(CAPO_COLUMNS.values()))
+    keep = (runs["task_name"] == "capo") & (runs["status"] == "finished") & runs["metrics.bits"].notna()
+    df = runs[keep].copy()
+    df["arch"] = df["mixer_tag"].astype(str) + " canon-" + df["canon"].astype(str)
+    df = df[[c for c in CAPO_COLUMNS if c in df]].rename(columns=CAPO_COLUMNS)
+    if best and not df.empty:
+        df = df.loc[df.groupby(["N", "E", "arch", "size"])["bits"].idxmax()]
+    return df.sort_values(["N", "E", "arch", "params"]).reset_index(drop=True)

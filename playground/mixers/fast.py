@@ -1,0 +1,168 @@
+"""Optional GPU kernels for the linear mixers, behind import guards.
+
+- GLA: ``fla.ops.gla.chunk_gla`` (flash-linear-attention, the ``gpu`` extra).
+- Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
+  ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head.
+
+Nothing here is imported on CPU: :func:`pick_backend` looks for the packages only when the
+input lives on a CUDA device, so CPU-only use never touches Triton. Each kernel is tested equal
+to the PyTorch reference in ``playground/mixers/scan.py`` (tests/test_mixers_gpu.py).
+
+Autotuning: fla's and mamba_ssm's Triton kernels autotune over up to ~36 configurations each on
+first use, which costs minutes on a fresh machine (see docs/mixers.md). With
+``autotune: restricted`` (the default) :func:`restrict_autotune` keeps at most two
+configurations per kernel (fewest pipeline stages, warps nearest 4), which is also more
+reproducible: the choice no longer depends on timing noise. ``autotune: full`` leaves them alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import logging
+import sys
+from functools import cache
+
+import torch
+
+log = logging.getLogger(__name__)
+BACKENDS_GLA = ("auto", "torch", "fla")
+BACKENDS_SSD = ("auto", "torch", "fla", "mamba_ssm")
+AUTOTUNE = ("restricted", "full")
+_MODULES = {"fla": "fla.ops", "mamba_ssm": "mamba_ssm.ops.triton"}
+
+
+@cache
+def available(package: str) -> bool:
+    """True if ``package`` imports (checked once, and only when asked)."""
+    if importlib.util.find_spec(package) is None:
+        return False
+    try:
+        importlib.import_module(package)
+    except Exception as err:  # a broken GPU install must not break the CPU reference path
+        log.warning("%s is installed but does not import (%s); using the PyTorch path", package, err)
+        return False
+    return True
+
+
+def pick_backend(requested: str, x: torch.Tensor, stateful: bool, order: tuple[str, ...]) -> str:
+    """The backend for one call: ``torch`` on CPU, with a decoding state (the kernels are used
+    for whole-sequence training/eval passes only), or when no kernel package imports; otherwise
+    the first available of ``order`` (``auto``) or exactly the requested one."""
+    if requested == "torch" or stateful:
+        return "torch"
+    if requested == "auto":
+        if not x.is_cuda:
+            return "torch"
+        return next((b for b in order if available(b)), "torch")
+    if not x.is_cuda or not available(requested):
+        raise RuntimeError(f"model.mixer.backend={requested} needs a CUDA device and the "
+                           f"'{requested}' package (pip install -e '.[gpu]'); use backend=auto")
+    return requested
+
+
+def _autotuners(package: str):
+    """Every Triton Autotuner reachable from the loaded modules of ``package``'s kernels."""
+    from triton.runtime.autotuner import Autotuner
+
+    seen = set()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(_MODULES[package]) or module is None:
+            continue
+        for obj in vars(module).values():
+            while obj is not None and not isinstance(obj, Autotuner) and hasattr(obj, "fn"):
+                obj = obj.fn  # unwrap @triton.heuristics around @triton.autotune
+            if isinstance(obj, Autotuner) and id(obj) not in seen:
+                seen.add(id(obj))
+                yield obj
+
+
+def _keep(configs: list, keep: int) -> list:
+    """The ``keep`` configurations that need the least shared memory and sit nearest 4 warps."""
+    def cost(c):
+        blocks = sorted(v for v in c.kwargs.values() if isinstance(v, int))
+        return (c.num_stages, abs(c.num_warps - 4), blocks)
+    return sorted(configs, key=cost)[:keep]
+
+
+@cache
+def restrict_autotune(package: str, entry: str, keep: int = 2) -> int:
+    """Shrink every loaded autotuned kernel of ``package`` to ``keep`` configurations, once per
+    kernel ``entry`` point (call it after importing the entry, so its kernels are loaded).
+    Returns how many kernels were restricted; failures only log a warning."""
+    try:
+        count = 0
+        for tuner in _autotuners(package):
+            if len(tuner.configs) > keep:
+                tuner.configs = _keep(list(tuner.configs), keep)
+                count += 1
+        return count
+    except Exception as err:
+        log.warning("could not restrict the autotune space of %s (%s)", package, err)
+        return 0
+
+
+def _kwargs_for(fn, **kwargs) -> dict:
+    """The keyword arguments that are set, plus ``head_first=False`` for fla versions that still
+    have the argument (newer ones take [B, T, H, ·] only and reject it)."""
+    kwargs = {key: value for key, value in kwargs.items() if value is not None}
+    if "head_first" in inspect.signature(fn).parameters:
+        kwargs["head_first"] = False
+    return kwargs
+
+
+def _varlen(resets: torch.Tensor | None, *tensors: torch.Tensor):
+    """For isolated examples: fla's variable-length form, every segment of every row one
+    sequence of a single flattened row. Returns (tensors as [1, B·T, ...], cu_seqlens or None)."""
+    if resets is None:
+        return tensors, None
+    starts = resets.clone()
+    starts[:, 0] = True
+    idx = starts.flatten().nonzero().squeeze(-1)
+    cu_seqlens = torch.cat([idx, idx.new_tensor([starts.numel()])])
+    return tuple(z.flatten(0, 1)[None] for z in tensors), cu_seqlens
+
+
+def gla_fla(q, k, v, g, scale: float, autotune: str, resets=None) -> torch.Tensor:
+    """fla's chunked GLA. q, k, g: [B, T, H, K]; v: [B, T, H, V]; resets: [B, T] bool or None
+    -> o [B, T, H, V]. The gates go in float32 (fla accumulates them in fp32 either way)."""
+    from fla.ops.gla import chunk_gla
+
+    if autotune == "restricted":
+        restrict_autotune("fla", "chunk_gla")
+    (q, k, v, g), cu = _varlen(resets, q, k, v, g.float())
+    o, _ = chunk_gla(q=q, k=k, v=v, g=g, **_kwargs_for(chunk_gla, scale=scale, cu_seqlens=cu))
+    return o.view(*resets.shape, *o.shape[2:]) if cu is not None else o
+
+
+def ssd_fla(x, dt, a, bm, cm, autotune: str, resets=None) -> torch.Tensor:
+    """SSD as scalar-gated linear attention: q=C, k=B, v=x·dt, g=A·dt, scale 1.
+    x: [B, T, H, P]; dt: [B, T, H]; a: [H]; bm, cm: [B, T, N]; resets: [B, T] bool or None
+    -> y [B, T, H, P]."""
+    from fla.ops.simple_gla import chunk_simple_gla
+
+    if autotune == "restricted":
+        restrict_autotune("fla", "chunk_simple_gla")
+    h = x.shape[2]
+    q = cm[:, :, None].expand(-1, -1, h, -1).to(x.dtype).contiguous()  # [B, T, H, N]
+    k = bm[:, :, None].expand(-1, -1, h, -1).to(x.dtype).contiguous()
+    v = (x * dt[..., None].to(x.dtype)).contiguous()
+    g = dt.float() * a.float()  # [B, T, H]
+    (q, k, v, g), cu = _varlen(resets, q, k, v, g)
+    y, _ = chunk_simple_gla(q=q, k=k, v=v, g=g,
+                            **_kwargs_for(chunk_simple_gla, scale=1.0, cu_seqlens=cu))
+    return y.view(*resets.shape, *y.shape[2:]) if cu is not None else y
+
+
+def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch.Tensor:
+    """mamba_ssm's fused chunked SSD (dt already through softplus, no D, no gate); isolated
+    examples through its ``seq_idx`` (a non-decreasing segment index per row)."""
+    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+
+    if autotune == "restricted":
+        restrict_autotune("mamba_ssm", "mamba_chunk_scan_combined")
+    bm, cm = (z[:, :, None].to(x.dtype).contiguous() for z in (bm, cm))  # [B, T, 1, N]
+    seq_idx = None if resets is None else resets.int().cumsum(1, dtype=torch.int32).contiguous()
+    return mamba_chunk_scan_combined(x.contiguous(), dt.float().contiguous(), a.float(), bm, cm,
+                                     chunk_size=chunk, seq_idx=seq_idx)

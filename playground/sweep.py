@@ -1,0 +1,200 @@
+"""``playground-sweep``: run a declarative figure sweep (``sweeps/<name>.yaml``) at a scale.
+
+    playground-sweep fig7 scale=mini                      # Hydra multirun, one row after another
+    playground-sweep fig7 scale=mini launcher=local gpus=8  # one run per GPU on this host
+    playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu
+    playground-sweep fig7 scale=cpu panels=depo1 dry_run=true  # list the runs, launch nothing
+
+A sweep file names its grid: ``rows`` per scale (task and difficulty, with that row's recipe,
+zipped), ``variants`` (named architecture/Canon settings, zipped) and ``grid`` (crossed: sizes,
+learning rates, seeds). Every run lands in ``results/<name>_<scale>/<run_name>/``; a rerun skips
+finished runs and resumes interrupted ones. Other ``key=value`` arguments go to every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from playground.cli import fail, int_arg, parse_args
+
+SWEEPS_DIR = Path(__file__).resolve().parent.parent / "sweeps"
+KNOWN = {"scale": "mini", "launcher": "basic", "gpus": "0", "dry_run": "false", "panels": "",
+         "variants": ""}
+FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales"}
+SCALE_KEYS = {"overrides", "grid", "rows", "cost"}
+LAUNCHERS = ("basic", "local", "slurm")
+
+
+@dataclass
+class Sweep:
+    name: str
+    scale: str
+    common: list[str]  # overrides of every run
+    rows: list[tuple[str, list[str], dict[str, list[str]]]]  # (panel, overrides, row's own grid)
+    variants: dict[str, list[str]]
+    grid: dict[str, list[str]]
+
+    @property
+    def sweep_dir(self) -> str:
+        return f"{self.name}_{self.scale}"
+
+    def runs(self) -> list[list[str]]:
+        """Every run's full override list: rows × variants × grid product."""
+        out = []
+        for _, row, row_grid in self.rows:
+            grid = {**self.grid, **row_grid}
+            for variant in self.variants.values():
+                for values in itertools.product(*grid.values()):
+                    point = [f"{k}={v}" for k, v in zip(grid, values)]
+                    out.append([*self.common, *row, *variant, *point, f"sweep={self.sweep_dir}"])
+        return out
+
+
+def _pairs(mapping, where: str) -> list[str]:
+    if mapping is None:
+        return []
+    if not isinstance(mapping, dict):
+        fail(f"{where} must be a mapping of key: value")
+    return [f"{k}={_text(v)}" for k, v in mapping.items() if k not in ("panel", "grid")]
+
+
+def _grid(mapping) -> dict[str, list[str]]:
+    """A grid mapping (key: value or list of values) as lists of override strings."""
+    return {k: [_text(v) for v in (vals if isinstance(vals, list) else [vals])]
+            for k, vals in (mapping or {}).items()}
+
+
+def _text(value) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(_text(v) for v in value) + "]"
+    return str(value)
+
+
+def find_sweep_file(name: str) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return path
+    path = SWEEPS_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
+        fail(f"no sweep named {name!r}; known sweeps: {known}")
+    return path
+
+
+def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
+               only_variants: str = "") -> Sweep:
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    unknown = set(spec) - FILE_KEYS
+    if unknown:
+        fail(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
+    scales = spec.get("scales") or {}
+    if scale not in scales:
+        fail(f"scale={scale!r} is invalid for {path.name}: expected one of {sorted(scales)}")
+    sc = scales[scale]
+    bad = set(sc) - SCALE_KEYS
+    if bad:
+        fail(f"{path}: scales.{scale} has unknown key(s) {sorted(bad)}; allowed: {sorted(SCALE_KEYS)}")
+    grid = {**_grid(spec.get("grid")), **_grid(sc.get("grid"))}
+    wanted = set(panels.split(",")) if panels else None
+    rows = [(row.get("panel", "all"), _pairs(row, f"scales.{scale}.rows"), _grid(row.get("grid")))
+            for row in sc.get("rows") or []]
+    rows = [r for r in rows if wanted is None or r[0] in wanted]
+    if not rows:
+        fail(f"{path}: no rows for scale={scale} and panels={panels or 'all'}")
+    variants = {n: _pairs(v, f"variants.{n}") for n, v in (spec.get("variants") or {"default": {}}).items()}
+    if only_variants:
+        names = only_variants.split(",")
+        if unknown := [n for n in names if n not in variants]:
+            fail(f"variants={unknown} not in {path.name}; known: {sorted(variants)}")
+        variants = {n: variants[n] for n in names}
+    common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides") + list(extra)
+    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid)
+
+
+def multirun_commands(sweep: Sweep, launcher: str) -> list[list[str]]:
+    """One Hydra multirun per (row, variant); the grid becomes Hydra's comma sweeps."""
+    extra = ["hydra/launcher=slurm"] if launcher == "slurm" else []
+    commands = []
+    for _, row, row_grid in sweep.rows:
+        grid = [f"{k}={','.join(v)}" for k, v in {**sweep.grid, **row_grid}.items()]
+        for variant in sweep.variants.values():
+            commands.append([sys.executable, "-m", "playground.train", "-m", *sweep.common, *row,
+                             *variant, *grid, f"sweep={sweep.sweep_dir}", *extra])
+    return commands
+
+
+def run_local(runs: list[list[str]], gpus: int, log_dir: Path) -> int:
+    """Run each run in its own process, ``gpus`` at a time, one GPU each; returns failures."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    free, active, failures = list(range(max(gpus, 1))), {}, 0
+    queue = list(enumerate(runs))
+    while queue or active:
+        while queue and free:
+            index, overrides = queue.pop(0)
+            gpu = free.pop(0)
+            env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": str(gpu)} if gpus else {})}
+            log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
+            proc = subprocess.Popen([sys.executable, "-m", "playground.train", *overrides],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env)
+            active[proc] = (gpu, log, index)
+        for proc in [p for p in active if p.poll() is not None]:
+            gpu, log, index = active.pop(proc)
+            log.close()
+            free.append(gpu)
+            failures += proc.returncode != 0
+            print(f"run {index}: exit {proc.returncode} (log {log.name})", flush=True)
+        time.sleep(0.2)
+    return failures
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help") or "=" in argv[0]:
+        print(__doc__)
+        raise SystemExit(0 if argv and argv[0] in ("-h", "--help") else 2)
+    args, extra = parse_args(argv[1:], KNOWN)
+    if args["launcher"] not in LAUNCHERS:
+        fail(f"launcher={args['launcher']!r} is invalid: expected one of {LAUNCHERS}")
+    sweep = load_sweep(find_sweep_file(argv[0]), args["scale"], args["panels"], extra, args["variants"])
+    runs = sweep.runs()
+    print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> results/{sweep.sweep_dir}/")
+    if args["dry_run"].lower() in ("true", "1", "yes"):
+        dry_run(sweep, runs, args["launcher"])
+        return
+    if args["launcher"] == "local":
+        gpus = int_arg(args, "gpus") or _gpu_count()
+        failures = run_local(runs, gpus, Path("results") / sweep.sweep_dir / ".logs")
+    else:
+        failures = sum(subprocess.run(cmd).returncode != 0 for cmd in multirun_commands(sweep, args["launcher"]))
+    print(f"sweep {sweep.name}: done ({failures} launcher failures; see each run's summary.json)")
+    raise SystemExit(1 if failures else 0)
+
+
+def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
+    for overrides in runs:
+        print("  playground-train " + " ".join(overrides))
+    if launcher == "slurm":  # show what submitit would be given, without submitting anything
+        cmd = [sys.executable, "-m", "playground.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
+               "--package", "hydra.launcher"]
+        print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0
+
+
+if __name__ == "__main__":
+    main()
