@@ -2,6 +2,13 @@
 
 - ``params``: parameter counts of every backbone at the paper's four sizes, with a task's
   vocabulary (Depo1's by default), built on the meta device (no memory, no compute).
+- ``train OVERRIDES [--compare "A" "B" ...]``: training tokens/s, MFU and peak memory of a
+  config (and of variants of it, with ratios to the first); ``--data real`` uses the loader.
+- ``canon``: Canon layer forward+backward time per backend and width (CUDA).
+- ``data``: generation tokens/s per task and core, loader tokens/s with N workers.
+- ``generate``: a generative evaluation (Brevo1 N=110 by default), cached vs re-run prefix.
+
+Every subcommand takes ``--json FILE`` to keep its figures (written atomically).
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -77,7 +85,54 @@ def depo1_vocab_size() -> int:
 def cmd_params(args: argparse.Namespace) -> None:
     vocab = args.vocab or depo1_vocab_size()
     print(f"Parameters with a vocabulary of {vocab} tokens (untied embeddings, head dim 64):\n")
-    print(params_table(vocab, args.sizes))
+    table = params_table(vocab, args.sizes)
+    print(table)
+    if args.json:
+        _emit({"vocab": vocab, "table": table}, args.json)
+
+
+def _emit(result, path: str | None) -> None:
+    import json
+
+    from playground.runs import write_json
+
+    print(json.dumps(result, indent=2, default=str))
+    if path:
+        write_json(Path(path), result)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from playground.benchmarks import train_speed
+
+    variants = [args.overrides + v.split() for v in (args.compare or [""])]
+    results = [train_speed(v, args.steps, args.warmup, args.data) for v in variants]
+    base = results[0]["step_s"]
+    for r in results:
+        r["step_time_vs_first"] = r["step_s"] / base
+        print(f"{' '.join(r['overrides']):70s} {r['tokens_per_s']:>12,.0f} tok/s  "
+              f"MFU {r['mfu'] or 0:.1%}  peak {r['peak_memory_gib'] or 0:.1f} GiB  x{r['step_time_vs_first']:.3f}")
+    _emit(results, args.json)
+
+
+def cmd_canon(args: argparse.Namespace) -> None:
+    from playground.benchmarks import canon_speed
+
+    rows = canon_speed(args.widths)
+    for r in rows:
+        print(f"C={r['width']:5d} {r['backend']:28s} {r['us']:9.1f} us  (floor {r['floor_us']:.0f} us)")
+    _emit(rows, args.json)
+
+
+def cmd_data(args: argparse.Namespace) -> None:
+    from playground.benchmarks import data_speed
+
+    _emit(data_speed(args.tasks, workers=tuple(args.workers), seconds=args.seconds), args.json)
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    from playground.benchmarks import generate_speed
+
+    _emit(generate_speed(args.overrides, args.count, args.batch_size), args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -87,6 +142,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--vocab", type=int, default=0, help="vocabulary size (default: Depo1's)")
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     p.set_defaults(func=cmd_params)
+    t = sub.add_parser("train", help="training tokens/s, MFU and peak memory of configs")
+    t.add_argument("overrides", nargs="*", help="Hydra overrides shared by every variant")
+    t.add_argument("--compare", nargs="+", help='variants, each a quoted list: "canon=none" "canon=ABCD"')
+    t.add_argument("--steps", type=int, default=20)
+    t.add_argument("--warmup", type=int, default=5)
+    t.add_argument("--data", choices=("fixed", "real"), default="fixed")
+    t.set_defaults(func=cmd_train)
+    c = sub.add_parser("canon", help="Canon forward+backward time per backend (CUDA)")
+    c.add_argument("--widths", type=int, nargs="+", default=[512, 768, 1536, 2304, 4096])
+    c.set_defaults(func=cmd_canon)
+    d = sub.add_parser("data", help="task generation and loader throughput")
+    d.add_argument("--tasks", nargs="+", default=["depo1", "depo2", "brevo1", "brevo2", "mano", "cfg3f", "mqar", "capo"])
+    d.add_argument("--workers", type=int, nargs="+", default=[0, 8])
+    d.add_argument("--seconds", type=float, default=10.0)
+    d.set_defaults(func=cmd_data)
+    g = sub.add_parser("generate", help="generative evaluation: cached decoding vs re-running the prefix")
+    g.add_argument("overrides", nargs="*", default=["task=brevo1", "task.N=110", "size=12L768D", "canon=none"])
+    g.add_argument("--count", type=int, default=1000)
+    g.add_argument("--batch-size", type=int, default=64)
+    g.set_defaults(func=cmd_generate)
+    for cmd in (p, t, c, d, g):
+        cmd.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     args.func(args)
 

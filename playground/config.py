@@ -115,13 +115,14 @@ class TrainConfig:
 
 @dataclass
 class DataConfig:
-    shard_examples: int = 256  # examples packed together; part of the data's identity
+    shard_examples: int = 0  # examples packed together (0: ~262k tokens' worth); part of the data's identity
     num_workers: int = 0  # loader processes (does not change the data)
     prefetch: int = 4  # shards each worker prepares ahead
     isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
 
     def __post_init__(self) -> None:
-        check(self.shard_examples >= 1, "data.shard_examples", self.shard_examples, "an integer >= 1")
+        check(self.shard_examples >= 0, "data.shard_examples", self.shard_examples,
+              "an integer >= 0 (0 = automatic)")
         check(self.num_workers >= 0, "data.num_workers", self.num_workers, "an integer >= 0")
         check(self.prefetch >= 1, "data.prefetch", self.prefetch, "an integer >= 1")
 

@@ -67,11 +67,16 @@ def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> tor
 
 def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
                     use_cache: bool) -> list[Generation]:
+    # one autocast region for the whole decode: weights are cast to bf16 once, not every step
+    with autocast_for(device):
+        return _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache)
+
+
+def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache) -> list[Generation]:
     ids, valid = _left_pad(prompts, pad_id, device)
     cache = model.new_cache() if use_cache else None
     padded = not bool(valid.all())
-    with autocast_for(device):
-        logits = model(ids, cache, valid if padded else None)[:, -1]
+    logits = model(ids, cache, valid if padded else None)[:, -1]
     b = len(prompts)
     produced = torch.empty(b, max_new, dtype=torch.long, device=device)
     done = torch.zeros(b, dtype=torch.bool, device=device)
@@ -85,12 +90,11 @@ def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id,
         if step % 16 == 15 and bool(done.all()):  # a host sync only every 16 tokens
             break
         if step + 1 < max_new:
-            with autocast_for(device):
-                if use_cache:
-                    logits = model(nxt[:, None], cache)[:, -1]
-                else:
-                    ids = torch.cat([ids, nxt[:, None]], dim=1)
-                    valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)
-                    logits = model(ids, None, valid if padded else None)[:, -1]
+            if use_cache:
+                logits = model(nxt[:, None], cache)[:, -1]
+            else:
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)
+                logits = model(ids, None, valid if padded else None)[:, -1]
     produced, length, done = produced.cpu().numpy(), length.cpu().numpy(), done.cpu().numpy()
     return [Generation(produced[r, : length[r]].astype(np.int32), bool(done[r])) for r in range(b)]

@@ -24,8 +24,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from playground import runs
+from playground import distributed, runs
 from playground.config import CONF_DIR, Config, register, to_objects
+from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM
 from playground.tasks import build_task
@@ -37,7 +38,7 @@ class Mirror:
 
     def __init__(self, cfg: Config, container: dict):
         self.run = None
-        if cfg.wandb.mode == "disabled":
+        if cfg.wandb.mode == "disabled" or not distributed.is_main():
             return
         try:
             import wandb
@@ -73,7 +74,8 @@ def resolve_steps(cfg: Config) -> Config:
     """``train.steps=0`` asks the task for its step count (e.g. Capo: N·E biographies)."""
     if cfg.train.steps:
         return cfg
-    steps = build_task(cfg.task).train_steps(cfg.train.batch_size)
+    task = build_task(cfg.task)
+    steps = task.train_steps(cfg.train.batch_size, shard_size(task, cfg.data.shard_examples))
     if not steps:
         raise ConfigError(f"train.steps=0 is invalid for task {cfg.task.name!r}: it prescribes no "
                           "step count; set train.steps")
@@ -113,27 +115,33 @@ def run(dcfg: DictConfig) -> dict:
             print(f"{out}: already finished ({done.get('primary_metric')}={done.get('primary')}); "
                   "skipping. Use train.resume=never to start it again.")
             return done
-    out.mkdir(parents=True, exist_ok=True)
-    runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
+    main = distributed.is_main()  # data parallel: only rank 0 writes the run directory
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+        runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
     summary_path = out / "summary.json"
     base = {"git_sha": runs.git_sha(), "config_hash": runs.config_hash(container),
             "versions": runs.versions(), "started": datetime.now(timezone.utc).isoformat()}
     trainer = None
     try:
         trainer = Trainer(cfg)
-        base.update(describe(cfg, trainer.model), device=str(trainer.device))
-        runs.write_json(summary_path, {**base, "status": "running"})
+        base.update(describe(cfg, trainer.model), device=str(trainer.device),
+                    world_size=distributed.world()[1])
+        if main:
+            runs.write_json(summary_path, {**base, "status": "running"})
         metrics = train_with_mirror(trainer, cfg, container)
     except BaseException as err:
         facts = end_facts(trainer) if trainer is not None else {}
-        runs.write_json(summary_path, {**base, **facts, "status": status_of(err),
-                                       "error": f"{type(err).__name__}: {err}"})
+        if main:
+            runs.write_json(summary_path, {**base, **facts, "status": status_of(err),
+                                           "error": f"{type(err).__name__}: {err}"})
         raise
     summary = {**base, **end_facts(trainer), "status": "finished", "metrics": metrics,
                "primary_metric": trainer.task.primary_metric,
                "primary": metrics.get(trainer.task.primary_metric)}
-    runs.write_json(summary_path, summary)
-    print(f"{out}: finished; {summary['primary_metric']}={summary['primary']}")
+    if main:
+        runs.write_json(summary_path, summary)
+        print(f"{out}: finished; {summary['primary_metric']}={summary['primary']}")
     return summary
 
 
@@ -200,7 +208,10 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     register()
-    _hydra_main()
+    try:
+        _hydra_main()
+    finally:
+        distributed.teardown()
 
 
 if __name__ == "__main__":

@@ -22,10 +22,12 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from playground import runs
+from playground import distributed, runs
 from playground.config import Config, TrainConfig
 from playground.data.loader import Batches
+from playground.data.packing import shard_size
 from playground.device import autocast_for, pick_device
+from playground.errors import ConfigError
 from playground.model import LM, build_model
 from playground.tasks import Task, build_task
 
@@ -80,24 +82,29 @@ def masked_loss_sum(model, tokens: torch.Tensor, mask: torch.Tensor,
 
 
 def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch.device):
-    """One optimizer update over the global batch (split into micro-batches). Returns device
-    tensors (mean loss per target token, whether the step was non-finite and skipped)."""
-    micro = t.micro_batch_size or t.batch_size
-    n_targets = mask[:, 1:].sum().clamp(min=1).to(device)
+    """One optimizer update over the global batch: this process's slice of it (data parallel),
+    in micro-batches. Returns device tensors: this slice's share of the mean loss per target
+    token, and whether the step was non-finite (then skipped)."""
+    rank, size, _ = distributed.world()
+    share = t.batch_size // size
+    micro = min(t.micro_batch_size or share, share)
+    n_targets = mask[:, 1:].sum().clamp(min=1).to(device)  # over the global batch: same on all ranks
     total = torch.zeros((), device=device)
-    for lo in range(0, t.batch_size, micro):
+    starts = range(rank * share, (rank + 1) * share, micro)
+    for lo in starts:
         tok = tokens[lo : lo + micro].to(device, non_blocking=True)
         msk = mask[lo : lo + micro].to(device, non_blocking=True)
         seg = None if segments is None else segments[lo : lo + micro].to(device, non_blocking=True)
-        with autocast_for(device, t.dtype):
+        sync = lo == starts[-1] or not hasattr(model, "no_sync")  # DDP: all-reduce once per step
+        with autocast_for(device, t.dtype), (contextlib.nullcontext() if sync else model.no_sync()):
             ce = masked_loss_sum(model, tok, msk, seg) / n_targets
             loss = ce
             if (aux := model.aux_loss()) is not None:  # MoE load balancing, per micro-batch
                 loss = ce + model.cfg.moe_aux_weight * aux * msk.shape[0] / t.batch_size
-        loss.backward()
+            (loss * size).backward()  # DDP averages gradients over ranks; the loss is a sum
         total += ce.detach()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip or math.inf)
-    bad = ~(torch.isfinite(total) & torch.isfinite(norm))
+    bad = ~(torch.isfinite(total) & torch.isfinite(norm))  # the norm is global: all ranks agree
     opt.found_inf = bad.float()  # the fused kernel leaves weights and moments untouched if set
     opt.step()
     opt.zero_grad(set_to_none=True)
@@ -107,10 +114,11 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
 class Trainer:
     def __init__(self, cfg: Config):
         self.cfg, self.out = cfg, Path(cfg.out_dir)
-        self.device = pick_device(cfg.train.device)
+        self.device = distributed.setup(pick_device(cfg.train.device))
+        self.main = distributed.is_main()
         self.task: Task = build_task(cfg.task)
         self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)
-        self.step_fn = torch.compile(self.model) if cfg.train.compile else self.model
+        self.step_fn = self._wrap(self.model, cfg)
         self.opt = make_optimizer(self.model, cfg.train)
         self.log = runs.MetricsLog(self.out / "metrics.jsonl")
         self.step, self.data_state, self.tokens_seen, self.train_time = 0, None, 0, 0.0
@@ -119,6 +127,19 @@ class Trainer:
         self.skipped = 0  # non-finite steps seen at the last check
         self.last_eval: dict = {}
         self._signal: int | None = None
+
+    @staticmethod
+    def _wrap(model: LM, cfg: Config):
+        """The module the training step calls: DDP across processes, then torch.compile."""
+        size = distributed.world()[1]
+        if size > 1:
+            t = cfg.train
+            if t.batch_size % size or (t.micro_batch_size and (t.batch_size // size) % t.micro_batch_size):
+                raise ConfigError(f"train.batch_size={t.batch_size} is invalid: expected a multiple of the "
+                                  f"world size {size} (times train.micro_batch_size when set)")
+            model = torch.nn.parallel.DistributedDataParallel(model)
+            model.cfg, model.aux_loss = model.module.cfg, model.module.aux_loss
+        return torch.compile(model) if cfg.train.compile else model
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -132,16 +153,20 @@ class Trainer:
                 "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng}
 
     def save(self, batches: Batches) -> None:
-        runs.save_checkpoint(self.out / "checkpoints", self.step, self.state_dict(batches),
-                             keep=self.cfg.train.keep_checkpoints)
+        if self.main:
+            runs.save_checkpoint(self.out / "checkpoints", self.step, self.state_dict(batches),
+                                 keep=self.cfg.train.keep_checkpoints)
+        distributed.barrier()
 
     def restore(self) -> bool:
         ckpt_dir = self.out / "checkpoints"
         found = runs.load_latest_checkpoint(ckpt_dir) if self.cfg.train.resume == "auto" else None
         if found is None:
-            self.log.path.unlink(missing_ok=True)
-            for p in ckpt_dir.glob("step_*") if ckpt_dir.is_dir() else []:
-                p.unlink()
+            distributed.barrier()  # every rank has looked before rank 0 clears anything
+            if self.main:
+                self.log.path.unlink(missing_ok=True)
+                for p in ckpt_dir.glob("step_*") if ckpt_dir.is_dir() else []:
+                    p.unlink()
             return False
         state = found[1]
         self.model.load_state_dict(state["model"])
@@ -155,7 +180,8 @@ class Trainer:
         torch.set_rng_state(state["rng"]["cpu"])
         if "cuda" in state["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(state["rng"]["cuda"], self.device)
-        self.log.truncate_after(self.step)
+        if self.main:
+            self.log.truncate_after(self.step)
         return True
 
     @contextlib.contextmanager
@@ -174,6 +200,14 @@ class Trainer:
             for s, handler in self._previous.items():
                 signal.signal(s, handler)
 
+    def _agree_on_signal(self) -> None:
+        """Data parallel: a signal seen by any rank stops every rank at this log step."""
+        if distributed.world()[1] > 1:
+            flag = torch.tensor(float(self._signal or 0), device=self.device)
+            seen = int(distributed.all_sum(flag).item())
+            if seen and self._signal is None:
+                self._signal = signal.SIGTERM
+
     def _after_preemption_checkpoint(self) -> None:
         previous = getattr(self, "_previous", {}).get(self._signal)
         if callable(previous):  # e.g. submitit's handler, which requeues the job
@@ -183,19 +217,23 @@ class Trainer:
     # -- the loop ------------------------------------------------------------------------------
 
     def evaluate(self, examples) -> dict:
-        metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
-        self.last_eval = metrics
-        self.log.append({"step": self.step, "split": "eval", **metrics})
-        return metrics
+        """Rank 0 evaluates (the others wait); metrics are its."""
+        if self.main:
+            metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
+            self.last_eval = metrics
+            self.log.append({"step": self.step, "split": "eval", **metrics})
+        distributed.barrier()
+        return self.last_eval
 
     def fit(self, mirror) -> dict:
         t = self.cfg.train
         resumed = self.restore()
-        batches = Batches(self.task, t.batch_size, self.cfg.data.shard_examples, self.cfg.data.num_workers,
+        shard = shard_size(self.task, self.cfg.data.shard_examples)
+        batches = Batches(self.task, t.batch_size, shard, self.cfg.data.num_workers,
                           self.cfg.data.prefetch, state=self.data_state)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
-                   disable=not (t.progress and sys.stdout.isatty()), dynamic_ncols=True)
+                   disable=not (t.progress and sys.stdout.isatty() and self.main), dynamic_ncols=True)
         if resumed:
             tqdm.write(f"resumed from step {self.step}", file=sys.stdout)
         self._tic, self._mark = time.perf_counter(), (self.tokens_seen, self.train_time)
@@ -225,13 +263,16 @@ class Trainer:
             self._lap()
             metrics = self.evaluate(examples)
             mirror.log({f"eval/{k}": v for k, v in metrics.items()}, self.step)
-            self.show_eval(metrics)
+            if self.main:
+                self.show_eval(metrics)
             self._tic = time.perf_counter()
-        if last or self.step % t.ckpt_every == 0 or self._signal is not None:
+        if distributed.world()[1] > 1 and self._signal is not None and self.step % t.log_every:
+            pass  # data parallel: a preemption is honoured at the next log step, on every rank
+        elif last or self.step % t.ckpt_every == 0 or self._signal is not None:
             self._lap()
             self.save(batches)
             self._tic = time.perf_counter()
-        if self._signal is not None:
+        if self._signal is not None and (distributed.world()[1] == 1 or self.step % t.log_every == 0):
             self._after_preemption_checkpoint()
 
     def _lap(self) -> None:
@@ -255,7 +296,8 @@ class Trainer:
     def log_train(self, bar, mirror) -> None:
         t = self.cfg.train
         good = float(self.good_acc)  # the host sync of the loop, once per log interval
-        loss = float(self.loss_acc) / good if good else math.nan
+        loss = float(distributed.all_sum(self.loss_acc)) / good if good else math.nan
+        self._agree_on_signal()
         self._lap()
         self.check_finite()
         self.loss_acc.zero_()
@@ -266,10 +308,11 @@ class Trainer:
         record = {"step": self.step, "split": "train", "loss": loss, "lr": lr_at(self.step, t),
                   "tokens": self.tokens_seen, "tokens_per_s": tok_s, "train_time_s": self.train_time,
                   "skipped_steps": self.skipped}
-        self.log.append(record)
+        if self.main:
+            self.log.append(record)
         mirror.log({f"train/{k}": v for k, v in record.items() if k != "split"}, self.step)
         bar.set_postfix(loss=f"{loss:.4f}", acc=self._acc_text(), tok_s=f"{tok_s:,.0f}")
-        if bar.disable and t.progress:
+        if bar.disable and t.progress and self.main:
             print(f"step {self.step}/{t.steps} loss {loss:.4f} lr {record['lr']:.2e} "
                   f"tok/s {tok_s:,.0f}", flush=True)
 

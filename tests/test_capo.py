@@ -17,9 +17,9 @@ from omegaconf import OmegaConf
 from torch import nn
 
 import playground
-from playground.config import CONF_DIR, DataConfig, compose, to_objects
+from playground.config import CONF_DIR, compose, to_objects
 from playground.data.loader import Batches
-from playground.data.packing import pack
+from playground.data.packing import pack, shard_size
 from playground.errors import ConfigError
 from playground.model import build_model
 from playground.tasks.capo_people import capacity_bits, capacity_upper, people
@@ -198,12 +198,12 @@ def test_each_person_exactly_E_times_in_the_stream():
 def test_train_steps_cover_exactly_the_stream():
     task = task_from("task=capo_tiny", "task.N=30", "task.E=8")
     exs = [task.example("train", k) for k in range(240)]
-    S = DataConfig.shard_examples  # how the loader cuts the stream before packing
+    S = shard_size(task)  # how the loader cuts the stream before packing
     windows = sum(len(pack(exs[lo : lo + S], 512, 0)[0]) for lo in range(0, 240, S))
     for batch in (1, 3, 8):
-        steps = task.train_steps(batch)
+        steps = task.train_steps(batch, S)
         assert (steps - 1) * batch < windows <= steps * batch
-    plan = task.exposure_plan(8)
+    plan = task.exposure_plan(8, S)
     assert plan["biographies"] == 240 and plan["windows"] == windows
     assert plan["mean_length"] == pytest.approx(np.mean([len(x) for x in exs]))
 

@@ -64,9 +64,9 @@ def test_canon_triton_interpreter_matches_reference():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
 def test_canon_triton_gpu_matches_reference(width, dtype, act, residual, bias):
-    from playground.kernels import canon_triton
+    from playground.kernels import canon_kernel
 
-    op = canon_triton()
+    op = canon_kernel()
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare(op, "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
 
@@ -114,18 +114,18 @@ def test_dynamic_canon_triton_interpreter_matches_reference():
 @pytest.mark.parametrize("width", [768, 2304, 4096])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_dynamic_canon_triton_gpu_matches_reference(width, dtype):
-    from playground.kernels import dynamic_canon_triton
+    from playground.kernels import dynamic_canon_kernel
 
     tol = 3e-2 if dtype == torch.bfloat16 else 1e-4
-    compare_dynamic(dynamic_canon_triton(), "cuda", dtype, (2, 2048, width, 4, 8), True, tol)
+    compare_dynamic(dynamic_canon_kernel(), "cuda", dtype, (2, 2048, width, 4, 8), True, tol)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_canon_triton_compiles_without_graph_breaks():
-    from playground.kernels import canon_triton
+    from playground.kernels import canon_kernel
 
-    op = canon_triton()
+    op = canon_kernel()
     fn = torch.compile(lambda x, w: op(x, w, None, False, True) * 2, fullgraph=True)
     x = torch.randn(2, 64, 256, device="cuda")
     w = torch.randn(256, 4, device="cuda")

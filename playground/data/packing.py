@@ -42,8 +42,19 @@ def pack(examples: Iterable[Example], context: int, pad_id: int) -> tuple[np.nda
     return tuple(np.stack([r[i] for r in rows]) for i in range(3))  # type: ignore[return-value]
 
 
+SHARD_TOKENS = 1 << 18  # a shard holds about this many tokens unless data.shard_examples says
+
+
+def shard_size(task: Task, requested: int = 0) -> int:
+    """Examples per shard: ``requested`` (data.shard_examples), or 0 for enough examples to fill
+    about SHARD_TOKENS tokens at the task's longest example — a function of the task config
+    only, so it fixes the stream like any other config value. (Short examples, e.g. Mano's,
+    need big shards or the loader's per-shard overhead dominates.)"""
+    return requested or max(16, SHARD_TOKENS // task.max_length())
+
+
 def pack_shard(task: Task, split: str, shard: int, shard_examples: int) -> tuple[np.ndarray, ...]:
     """The windows of shard ``shard``: examples [shard·S, (shard+1)·S) of ``split``, packed."""
     first = shard * shard_examples
-    examples = (task.example(split, i) for i in range(first, first + shard_examples))
+    examples = (task.example(split, i, meta=False) for i in range(first, first + shard_examples))
     return pack(examples, task.cfg.context, task.vocab.pad)

@@ -16,7 +16,7 @@ def _triton_on_cuda() -> bool:
 
 
 @functools.cache
-def dynamic_canon_triton():
+def dynamic_canon_kernel():
     """The fused low-rank dynamic Canon op (``playground::dynamic_canon``), or None."""
     if not _triton_on_cuda():
         return None
@@ -26,7 +26,7 @@ def dynamic_canon_triton():
 
 
 @functools.cache
-def canon_triton():
+def canon_kernel():
     """The fused Triton Canon op (``playground::canon_conv``), or None without triton/CUDA."""
     if not _triton_on_cuda():
         return None

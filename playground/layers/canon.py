@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from playground.errors import check
-from playground.kernels import canon_triton
+from playground.kernels import canon_kernel
 
 POINTS = "ABCD"
 EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (after_every_linear)
@@ -164,7 +164,7 @@ class Canon(nn.Module):
         """The fused kernel for a plain full-sequence call, per ``backend``."""
         if self.cfg.backend == "torch" or not x.is_cuda:
             return None
-        kernel = canon_triton()
+        kernel = canon_kernel()
         if kernel is None and self.cfg.backend == "triton":
             raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
         return kernel

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from playground.errors import ConfigError
-from playground.kernels import dynamic_canon_triton
+from playground.kernels import dynamic_canon_kernel
 
 
 def dynamic_conv(x: torch.Tensor, w: torch.Tensor, prev: torch.Tensor | None = None,
@@ -110,7 +110,7 @@ class DynamicCanon(nn.Module):
     def _kernel(self, x: torch.Tensor):
         if self.cfg.backend == "torch" or not x.is_cuda or self.cfg.activation != "none":
             return None
-        kernel = dynamic_canon_triton()
+        kernel = dynamic_canon_kernel()
         if kernel is None and self.cfg.backend == "triton":
             raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
         return kernel

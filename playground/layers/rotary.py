@@ -19,6 +19,7 @@ class Rotary(nn.Module):
         self.rot_dims = 2 * round(dim_fraction * head_dim / 2)
         self.rot_heads = round(head_fraction * n_heads)
         self.enabled = self.rot_dims > 0 and self.rot_heads > 0
+        self.key = (self.rot_dims, base)  # layers with equal keys share one angle table per call
         half = self.rot_dims // 2
         inv_freq = base ** (-torch.arange(half, dtype=torch.float64) / max(half, 1))
         self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
@@ -28,15 +29,19 @@ class Rotary(nn.Module):
         freqs = positions.to(torch.float32)[..., None] * self.inv_freq.to(positions.device)
         return freqs.cos(), freqs.sin()
 
-    def forward(self, x: torch.Tensor, positions: int | torch.Tensor) -> torch.Tensor:
-        """x: [B, H, T, hd]; positions: the first position (int, rows aligned) or [B, T]."""
+
+    def table(self, positions: int | torch.Tensor, t: int, device: torch.device):
+        """cos, sin broadcastable to [B, H, T, r/2] for ``t`` tokens at ``positions``."""
+        if isinstance(positions, int):
+            return self.angles(torch.arange(positions, positions + t, device=device))
+        return tuple(a[:, None] for a in self.angles(positions))  # [B, 1, T, r/2]
+
+    def forward(self, x: torch.Tensor, positions: int | torch.Tensor, angles=None) -> torch.Tensor:
+        """x: [B, H, T, hd]; positions: the first position (int, rows aligned) or [B, T];
+        ``angles``: a precomputed ``table`` (shared by the layers of one call)."""
         if not self.enabled:
             return x
-        t = x.shape[2]
-        if isinstance(positions, int):
-            cos, sin = self.angles(torch.arange(positions, positions + t, device=x.device))
-        else:
-            cos, sin = (a[:, None] for a in self.angles(positions))  # [B, 1, T, r/2]
+        cos, sin = angles if angles is not None else self.table(positions, x.shape[2], x.device)
         h, r = self.rot_heads, self.rot_dims
         part = x[:, :h, :, :r].float()
         x1, x2 = part.chunk(2, dim=-1)

@@ -46,6 +46,14 @@ class Seq:
     next_pos: torch.Tensor | None = None  # [B] position of each row's next token
     segments: torch.Tensor | None = None
     cache: Cache | None = field(default=None, repr=False)
+    memo: dict = field(default_factory=dict, repr=False)  # per-call values shared by all layers
+
+    def shared(self, key, make):
+        """``make()`` once per forward call (e.g. the attention mask, RoPE angles): every layer
+        needs the same, and decoding steps are dominated by such small per-layer work."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
     @staticmethod
     def build(ids: torch.Tensor, cache: Cache | None, valid: torch.Tensor | None,

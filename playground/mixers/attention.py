@@ -66,10 +66,14 @@ class Attention(nn.Module):
         qkv = self.canon_b(self.qkv(x), seq, x)
         q, k, v = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # [B, H, T, hd]
         positions = 0 if seq is None else (seq.offset if seq.positions is None else seq.positions)
-        q, k = self.rotary(q, positions), self.rotary(k, positions)
+        angles = None if seq is None else seq.shared(("rope", self.rotary.key), lambda: self.rotary.table(positions, t, x.device))
+        q, k = self.rotary(q, positions, angles), self.rotary(k, positions, angles)
         if seq is not None and seq.cache is not None:
             k, v = self._extend_cache(seq, k, v)
-        y = F.scaled_dot_product_attention(q, k, v, **self._mask(seq, t, k.shape[2], x.device))
+        t_k = k.shape[2]
+        mask = self._mask(seq, t, t_k, x.device) if seq is None else \
+            seq.shared(("mask", self.bias, self.n_heads, t, t_k), lambda: self._mask(seq, t, t_k, x.device))
+        y = F.scaled_dot_product_attention(q, k, v, **mask)
         return self.canon_o(self.out(y.transpose(1, 2).reshape(b, t, d)), seq, x)
 
     def _mask(self, seq, t_q: int, t_k: int, device: torch.device) -> dict:

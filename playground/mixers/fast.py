@@ -46,6 +46,20 @@ def available(package: str) -> bool:
     return True
 
 
+@cache
+def fla_gated_backward_ok() -> bool:
+    """fla refuses its gated chunk backward (``simple_gla`` with g, our Mamba2 SSD) on Hopper
+    GPUs with Triton in [3.4.0, 3.7.1), where Triton miscompiles it (fla issue #640); there the
+    SSD uses the PyTorch path (or mamba_ssm) instead."""
+    if not torch.cuda.is_available() or importlib.util.find_spec("triton") is None:
+        return True
+    import triton
+
+    version = tuple(int(p) for p in triton.__version__.split("+")[0].split(".")[:3] if p.isdigit())
+    hopper = torch.cuda.get_device_capability()[0] == 9
+    return not (hopper and (3, 4, 0) <= version < (3, 7, 1))
+
+
 def pick_backend(requested: str, x: torch.Tensor, stateful: bool, order: tuple[str, ...]) -> str:
     """The backend for one call: ``torch`` on CPU, with a decoding state (the kernels are used
     for whole-sequence training/eval passes only), or when no kernel package imports; otherwise

@@ -169,7 +169,8 @@ class Mamba2(nn.Module):
         """The SSD over [B, T, H, P] inputs: a kernel, or the reference with the cache."""
         a = -self.A_log.float().exp()  # [H]
         cache = None if seq is None else seq.cache
-        backend = fast.pick_backend(self.cfg.backend, xs, cache is not None, ("mamba_ssm", "fla"))
+        order = ("mamba_ssm", "fla") if fast.fla_gated_backward_ok() else ("mamba_ssm",)
+        backend = fast.pick_backend(self.cfg.backend, xs, cache is not None, order)
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "mamba_ssm":
             return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets)

@@ -119,7 +119,9 @@ class Task(ABC):
     def build_vocab(self) -> Vocab: ...
 
     @abstractmethod
-    def example(self, split: str, index: int) -> Example: ...
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
+        """The example; ``meta=False`` may skip building ``meta`` (the training stream does not
+        read it) but must give the same tokens and loss mask."""
 
     @abstractmethod
     def max_length(self) -> int:
@@ -129,9 +131,9 @@ class Task(ABC):
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         """Task metrics of ``model`` on ``examples`` (batched, no gradients)."""
 
-    def train_steps(self, batch_size: int) -> int | None:
-        """The number of optimizer steps this task prescribes (used when ``train.steps=0``),
-        or None when the task has no such rule."""
+    def train_steps(self, batch_size: int, shard_examples: int) -> int | None:
+        """The number of optimizer steps this task prescribes (used when ``train.steps=0``;
+        ``shard_examples``: how the loader cuts the stream), or None when it has no such rule."""
         return None
 
     def eval_examples(self) -> list[Example]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from playground.errors import check
 from playground.generate import generate
-from playground.tasks.base import Example, ExampleBuilder, Task, TaskConfig, Vocab, rng_for
+from playground.tasks.base import Example, Task, TaskConfig, Vocab, rng_for
 
 QUERY_RULES = ("paper", "last")
 DEPTH_BUCKETS = ("1", "2", "3", "4", "5+")
@@ -79,18 +79,38 @@ def sample_dag(rng: np.random.Generator, n: int, max_parents: int, max_children:
     """The DAG rule of TASKS.md on vertices 0..n-1 (ids are positions in a random order)."""
     order = rng.permutation(n).tolist()
     sources = int(rng.integers(1, (n - 1) // 4 + 2))
-    out_degree: dict[int, int] = defaultdict(int)
+    out_degree = dict.fromkeys(order, 0)
     parents: dict[int, list[int]] = {v: [] for v in order}
+    eligible = order[:sources]  # earlier vertices whose out-degree is < max_children, in order
+    draws = rng.random((n, max_parents + 1)).tolist()  # all randomness of the loop, drawn at once
     for i in range(sources, n):
-        eligible = [u for u in order[:i] if out_degree[u] < max_children]
         if not eligible:
             raise RuntimeError("no eligible parent: max_children too small for this n")
-        p = int(rng.integers(1, min(max_parents, len(eligible)) + 1))
-        chosen = rng.choice(len(eligible), size=p, replace=False)
-        for j in sorted(chosen.tolist()):
+        u, m = draws[i], len(eligible)
+        chosen = distinct_indices(u[1 : 2 + int(u[0] * min(max_parents, m))], m)
+        saturated = False
+        for j in chosen:
             parents[order[i]].append(eligible[j])
             out_degree[eligible[j]] += 1
+            saturated |= out_degree[eligible[j]] >= max_children
+        if saturated:
+            eligible = [v for v in eligible if out_degree[v] < max_children]
+        eligible.append(order[i])
     return Dag(order, parents, sources)
+
+
+def distinct_indices(uniforms: list[float], m: int) -> list[int]:
+    """len(uniforms) distinct indices of range(m), uniformly without replacement, sorted: the
+    k-th draw picks among the m-k indices not taken yet."""
+    chosen: list[int] = []
+    for k, x in enumerate(uniforms):
+        j = int(x * (m - k))
+        for c in chosen:  # sorted: shift past every taken index at or below j
+            if c <= j:
+                j += 1
+        chosen.append(j)
+        chosen.sort()
+    return chosen
 
 
 def ancestors(parents: dict[int, list[int]], q: int) -> set[int]:
@@ -188,30 +208,33 @@ class Brevo(Task):
         lo = n - 1 if self.cfg.query == "last" else max(dag.sources, (3 * n) // 4)
         return dag.order[int(rng.integers(lo, n))]
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
         rng = rng_for(c.seed, split, index)
         n = int(rng.choice(self._ns, p=self._pn)) if split == "train" else c.N
         dag = sample_dag(rng, n, c.max_parents, c.max_children)
         names = self._names(rng, n)
         edges = [(u, w) for w in dag.order for u in dag.parents[w]]
-        b = ExampleBuilder()
-        b.add([v.bos])
+        tokens = [v.bos]
         for i in rng.permutation(len(edges)).tolist():
-            b.add(names[edges[i][0]] + names[edges[i][1]])
+            tokens += names[edges[i][0]] + names[edges[i][1]]
         q = self._query(rng, dag)
         anc = ancestors(dag.parents, q)
         answer = random_topological(rng, dag.parents, anc) + ([q] if c.include_query else [])
-        b.add([v["<query>"], *names[q]])
-        b.add([v.ans], target=True)
-        start, _ = b.add([t for u in answer for t in names[u]], target=True)
-        b.add([v.eos], target=True)
-        depth = source_distance(dag.parents, q)
-        meta = {"n": n, "edges": [[v.decode(names[u]), v.decode(names[w])] for u, w in edges],
-                "query": v.decode(names[q]), "ancestors": sorted(v.decode(names[u]) for u in anc),
-                "answer": [v.decode(names[u]) for u in answer], "depth": depth, "answer_start": start,
-                "order": [v.decode(names[u]) for u in dag.order], "sources": dag.sources}
-        return b.build(meta)
+        tokens += [v["<query>"], *names[q], v.ans]
+        start = len(tokens)
+        tokens += [t for u in answer for t in names[u]] + [v.eos]
+        mask = np.zeros(len(tokens), bool)
+        mask[start - 1 :] = True  # <ans>, the answer, <eos>
+        info = self._meta(dag, names, edges, q, anc, answer, start) if meta else {}
+        return Example(np.asarray(tokens, np.int32), mask, info)
+
+    def _meta(self, dag: Dag, names, edges, q: int, anc: set[int], answer: list[int], start: int) -> dict:
+        name = [self.vocab.decode(x) for x in names]
+        return {"n": len(dag.order), "edges": [[name[u], name[w]] for u, w in edges], "query": name[q],
+                "ancestors": sorted(name[u] for u in anc), "answer": [name[u] for u in answer],
+                "depth": source_distance(dag.parents, q), "answer_start": start,
+                "order": [name[u] for u in dag.order], "sources": dag.sources}
 
     # -- evaluation ----------------------------------------------------------------------------
 

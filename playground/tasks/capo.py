@@ -35,7 +35,6 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from playground.config import DataConfig
 from playground.device import autocast_for
 from playground.errors import check
 from playground.tasks.base import Example, Task, TaskConfig, Vocab, pad_batch, rng_for
@@ -245,14 +244,14 @@ class Capo(Task):
             spans[kind] = [start, start + len(value)]
         return out, spans, list(zip(kinds, chosen))
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         person, exposure = self.person_of(split, index)
         tokens, spans, sentences = self.render(person, rng_for(self.cfg.seed, split, index))
         mask = np.ones(len(tokens), bool)
         mask[0] = False  # full LM loss on the biography; <bos> only separates
-        meta = {"person": person, "exposure": exposure, "sentences": sentences, "spans": spans,
-                "facts": self.facts(person)}
-        return Example(np.asarray(tokens, np.int32), mask, meta)
+        info = {"person": person, "exposure": exposure, "sentences": sentences, "spans": spans,
+                "facts": self.facts(person)} if meta else {}
+        return Example(np.asarray(tokens, np.int32), mask, info)
 
     def eval_examples(self) -> list[Example]:
         return [self.example("eval", j) for j in range(self.n_eval())]
@@ -282,7 +281,7 @@ class Capo(Task):
 
     # -- training steps ---------------------------------------------------------------------------
 
-    def exposure_plan(self, batch_size: int, shard_examples: int = DataConfig.shard_examples) -> dict:
+    def exposure_plan(self, batch_size: int, shard_examples: int) -> dict:
         """Windows and optimizer steps that cover the N·E training biographies, packed exactly as
         the loader packs them (shards of ``shard_examples``). Exact up to EXACT_LIMIT biographies;
         beyond, estimated from the first SAMPLE ones (rounded up to whole shards)."""
@@ -301,8 +300,8 @@ class Capo(Task):
         return {"biographies": total, "measured": count, "mean_length": float(np.mean(lengths)),
                 "windows": windows, "steps": math.ceil(windows / batch_size)}
 
-    def train_steps(self, batch_size: int) -> int:
-        plan = self.exposure_plan(batch_size)
+    def train_steps(self, batch_size: int, shard_examples: int) -> int:
+        plan = self.exposure_plan(batch_size, shard_examples)
         how = "counted" if plan["measured"] == plan["biographies"] else \
             f"estimated from the first {plan['measured']:,}"
         print(f"capo: N={self.cfg.N:,} people x E={self.cfg.E} exposures = {plan['biographies']:,} "

@@ -98,7 +98,7 @@ class Depo(Task):
                     words.append(word)
         return words
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
         rng = rng_for(c.seed, split, index)
         n = int(rng.choice(self._ns, p=self._pn)) if split == "train" else c.N
@@ -119,10 +119,12 @@ class Depo(Task):
             b.add([v[f"<query_{k}>"], *cycle[q]])
             b.add([v.ans], target=True)
             start, end = b.add(answer, target=True)
-            spans.append({"start": start, "end": end, "k": k})
-            queries.append({"k": k, "query": v.decode(cycle[q]), "answer": v.decode(answer)})
-        meta = {"n": n, "cycle": [v.decode(w) for w in cycle], "queries": queries, "spans": spans}
-        return b.build(meta)
+            if meta:
+                spans.append({"start": start, "end": end, "k": k})
+                queries.append({"k": k, "query": v.decode(cycle[q]), "answer": v.decode(answer)})
+        if not meta:
+            return b.build({})
+        return b.build({"n": n, "cycle": [v.decode(w) for w in cycle], "queries": queries, "spans": spans})
 
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)

@@ -112,10 +112,10 @@ class Lano(Task):
     def gen_max_len(self) -> int:
         return self.cfg.gen_max_len or min(self.grammar.length_range()[1], self.cfg.context - 1)
 
-    def train_steps(self, batch_size: int) -> int:
+    def train_steps(self, batch_size: int, shard_examples: int) -> int:
         return 100_000  # the paper's recipe (batch 96)
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         rng = rng_for(self.cfg.seed, split, index)
         tree = None
         while True:  # redraw the (rare, see the module docstring) sentences that cannot fit

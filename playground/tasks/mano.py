@@ -21,6 +21,7 @@ the primary metric) and per l: even eval indices have l = L, odd ones cycle thro
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,7 +30,6 @@ import numpy as np
 from playground.errors import check
 from playground.tasks.base import (
     Example,
-    ExampleBuilder,
     Task,
     TaskConfig,
     Vocab,
@@ -70,9 +70,20 @@ class ManoConfig(TaskConfig):
         check(self.loss in ("all", "answer"), "task.loss", self.loss, "all or answer")
 
 
+def uniforms(rng: np.random.Generator, chunk: int) -> Iterator[float]:
+    """An endless stream of U[0, 1) floats from ``rng``, drawn ``chunk`` at a time."""
+    while True:
+        yield from rng.random(chunk).tolist()
+
+
 class Mano(Task):
     Config = ManoConfig
     primary_metric = "acc"
+
+    def __init__(self, cfg: ManoConfig):
+        super().__init__(cfg)
+        self._ops = OPS if cfg.division else OPS[:3]
+        self._values = [self.vocab[str(i)] for i in range(MOD)]
 
     def build_vocab(self) -> Vocab:
         c = self.cfg
@@ -86,48 +97,46 @@ class Mano(Task):
     def max_length(self) -> int:
         return 2 + (2 * self.cfg.L + 1) + 2
 
-    def _token(self, rng: np.random.Generator, piece: str) -> int:
+    def _token(self, u: Iterator[float], piece: str) -> int:
         """A piece, or its synonym half of the time under knowledge augment."""
-        if self.cfg.augment and rng.random() < 0.5:
+        if self.cfg.augment and next(u) < 0.5:
             return self.vocab[f"{piece}'"]
         return self.vocab[piece]
 
-    def _expr(self, rng: np.random.Generator, ops: int, out: list[int]) -> int:
-        """Append gen(ops) in prefix form to ``out``; return its value."""
+    def _expr(self, u: Iterator[float], ops: int, out: list[int]) -> int:
+        """Append gen(ops) in prefix form to ``out``; return its value. ``u``: the example's
+        stream of uniforms (drawn in bulk: per-call random draws dominated the cost)."""
         if ops == 0:
-            value = int(rng.integers(0, MOD))
-            out.append(self.vocab[str(value)])
+            value = int(next(u) * MOD)
+            out.append(self._values[value])
             return value
-        choices = OPS if self.cfg.division else OPS[:3]
-        op = choices[int(rng.integers(len(choices)))]
-        left_ops = int(rng.integers(0, ops))
-        out.append(self._token(rng, op))
-        a = self._expr(rng, left_ops, out)
+        op = self._ops[int(next(u) * len(self._ops))]
+        left_ops = int(next(u) * ops)
+        out.append(self._token(u, op))
+        a = self._expr(u, left_ops, out)
         mark = len(out)
-        b = self._expr(rng, ops - 1 - left_ops, out)
+        b = self._expr(u, ops - 1 - left_ops, out)
         while op == "/" and b == 0:  # resample the divisor subtree
             del out[mark:]
-            b = self._expr(rng, ops - 1 - left_ops, out)
+            b = self._expr(u, ops - 1 - left_ops, out)
         return apply(op, a, b)
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         c = self.cfg
-        rng = rng_for(c.seed, split, index)
+        u = uniforms(rng_for(c.seed, split, index), 4 * c.L + 8)
         if split == "train":
-            ops = int(rng.integers(1, c.L + 1))
+            ops = 1 + int(next(u) * c.L)
         else:
             ops = c.L if index % 2 == 0 else 1 + (index // 2) % c.L
         expr: list[int] = []
-        value = self._expr(rng, ops, expr)
-        every = c.loss == "all"
-        b = ExampleBuilder()
-        b.add([self._token(rng, "<bos>"), self._token(rng, f"<len_{ops}>")], target=every)
-        b.add(expr, target=every)
-        b.add([self._token(rng, "<ans>")], target=True)
-        start, end = b.add([self.vocab[str(value)]], target=True)
-        meta = {"l": ops, "value": value, "expression": self.vocab.decode(expr),
-                "spans": [{"start": start, "end": end, "l": ops}]}
-        return b.build(meta)
+        value = self._expr(u, ops, expr)
+        tokens = [self._token(u, "<bos>"), self._token(u, f"<len_{ops}>"), *expr,
+                  self._token(u, "<ans>"), self._values[value]]
+        mask = np.ones(len(tokens), bool) if c.loss == "all" else np.arange(len(tokens)) >= len(tokens) - 2
+        end = len(tokens)
+        info = {"l": ops, "value": value, "expression": self.vocab.decode(expr),
+                "spans": [{"start": end - 1, "end": end, "l": ops}]} if meta else {}
+        return Example(np.asarray(tokens, np.int32), mask, info)
 
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)

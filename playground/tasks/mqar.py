@@ -26,7 +26,6 @@ import numpy as np
 from playground.errors import check
 from playground.tasks.base import (
     Example,
-    ExampleBuilder,
     Task,
     TaskConfig,
     Vocab,
@@ -84,6 +83,10 @@ class Mqar(Task):
     Config = MqarConfig
     primary_metric = "acc"
 
+    def __init__(self, cfg: MqarConfig):
+        super().__init__(cfg)
+        self._value_ids = [self.vocab[f"val{i}"] for i in range(cfg.value_vocab)]
+
     def build_vocab(self) -> Vocab:
         c = self.cfg
         pieces = [f"k{i}" for i in range(c.key_vocab)] + [f"val{i}" for i in range(c.value_vocab)]
@@ -103,12 +106,17 @@ class Mqar(Task):
                    for n, length in zip(c.pairs, c.lengths))
 
     def _keys(self, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
-        c, keys = self.cfg, []
+        """n distinct keys (token-id tuples), drawn in bulk."""
+        c, keys, seen = self.cfg, [], set()
         while len(keys) < n:
-            size = int(rng.integers(c.min_key_len, c.max_key_len + 1))
-            key = tuple((self.vocab["k0"] + rng.integers(0, c.key_vocab, size=size)).tolist())
-            if key not in keys:
-                keys.append(key)
+            m = 2 * (n - len(keys)) + 4
+            lengths = rng.integers(c.min_key_len, c.max_key_len + 1, size=m).tolist()
+            rows = (self.vocab["k0"] + rng.integers(0, c.key_vocab, size=(m, c.max_key_len))).tolist()
+            for size, row in zip(lengths, rows):
+                key = tuple(row[:size])
+                if key not in seen and len(keys) < n:
+                    seen.add(key)
+                    keys.append(key)
         return keys
 
     def _filler_counts(self, rng: np.random.Generator, n: int, length: int, used: int) -> list[int]:
@@ -124,7 +132,7 @@ class Mqar(Task):
                 counts[counts.argmax()] -= 1
         return [0] + counts.tolist()
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
         if split == "train" and c.train_examples:
             index %= c.train_examples
@@ -133,20 +141,24 @@ class Mqar(Task):
         n, length = c.pairs[setting], c.lengths[setting]
         keys, values = self._keys(rng, n), rng.integers(0, c.value_vocab, size=n).tolist()
         order = rng.permutation(n).tolist() + rng.permutation(n).tolist()
-        delim = [[v[f"<L{len(k)}>"]] if c.delimiter else [] for k in keys]
+        delim = [(v[f"<L{len(k)}>"],) if c.delimiter else () for k in keys]
         used = 1 + 2 * sum(len(k) + len(d) + 1 for k, d in zip(keys, delim))
         fillers = self._filler_counts(rng, n, length, used)
-        b, spans = ExampleBuilder(), []
-        b.add([v.bos])
+        filler_ids = (v["f0"] + rng.integers(0, c.filler_vocab, size=sum(fillers))).tolist()
+        tokens, targets, f = [v.bos], [], 0
         for j, (i, gap) in enumerate(zip(order, fillers)):
-            b.add((v["f0"] + rng.integers(0, c.filler_vocab, size=gap)).tolist())
-            b.add([*keys[i], *delim[i]])
-            start, end = b.add([v[f"val{values[i]}"]], target=j >= n)
+            tokens += filler_ids[f : f + gap]
+            f += gap
+            tokens += keys[i] + delim[i]
             if j >= n:
-                spans.append({"start": start, "end": end, "key_len": len(keys[i])})
-        meta = {"pairs": [{"key": v.decode(k), "value": f"val{x}"} for k, x in zip(keys, values)],
-                "setting": setting, "spans": spans}
-        return b.build(meta)
+                targets.append((len(tokens), len(keys[i])))
+            tokens.append(self._value_ids[values[i]])
+        mask = np.zeros(len(tokens), bool)
+        mask[[t for t, _ in targets]] = True
+        info = {"pairs": [{"key": v.decode(k), "value": f"val{x}"} for k, x in zip(keys, values)],
+                "setting": setting,
+                "spans": [{"start": t, "end": t + 1, "key_len": kl} for t, kl in targets]} if meta else {}
+        return Example(np.asarray(tokens, np.int32), mask, info)
 
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)

@@ -55,7 +55,7 @@ class Reverse(Task):
     def max_length(self) -> int:
         return 2 * self.cfg.N + 3
 
-    def example(self, split: str, index: int) -> Example:
+    def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
         rng = rng_for(c.seed, split, index)
         n = int(rng.integers(c.n_min, c.N + 1)) if split == "train" else c.N

@@ -1,0 +1,159 @@
+"""Measurements behind ``playground-bench`` (speed, memory, data throughput). Each function
+returns a plain dict, so the CLI can print it and write it as JSON.
+
+FLOPs of a training step (forward + backward), per token: ``6·N + 12·L·d·T`` — N the matmul
+parameters (non-embedding + the output head), L attention layers of width d, T the context
+(the second term counts attention scores and values as dense; linear-time mixers have no such
+term). MFU = FLOPs per second / the accelerator's dense bf16 peak (989 TFLOP/s for H100/H200).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from playground.config import compose, to_objects
+from playground.data.loader import Batches
+from playground.data.packing import shard_size
+from playground.device import pick_device
+from playground.tasks import build_task
+from playground.trainer import make_optimizer, train_step
+
+PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+BENCH_DEFAULTS = ["wandb.mode=disabled", "train.progress=false", "out_dir=/tmp/playground-bench"]
+
+
+def peak_flops(device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_BF16.items() if k in name), None)
+
+
+def flops_per_token(model, context: int) -> float:
+    counts = model.param_counts()
+    matmul = counts["non_embedding"] + model.head.weight.numel()
+    attention_layers = sum(1 for b in model.blocks if b.mixer.__class__.__name__ == "Attention")
+    return 6 * matmul + 12 * attention_layers * model.cfg.d_model * context
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(fn: Callable[[], object], device: torch.device, steps: int, warmup: int) -> float:
+    """Seconds per call of ``fn`` after ``warmup`` calls (CUDA-synchronised)."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    tic = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    _sync(device)
+    return (time.perf_counter() - tic) / steps
+
+
+def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: str = "fixed") -> dict:
+    """Training throughput of one config: ``data='fixed'`` repeats one pre-made batch (the
+    model's speed alone); ``'real'`` draws every batch from the loader (shows whether the GPU
+    waits for data)."""
+    from playground.model import build_model
+
+    cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
+    device = pick_device(cfg.train.device)
+    task = build_task(cfg.task)
+    model = build_model(cfg.model, len(task.vocab), seed=cfg.seed).to(device)
+    step_fn = torch.compile(model) if cfg.train.compile else model
+    opt = make_optimizer(model, cfg.train)
+    t = cfg.train
+    batches = Batches(task, t.batch_size, shard_size(task, cfg.data.shard_examples), cfg.data.num_workers,
+                      cfg.data.prefetch)
+    fixed = next(batches)
+
+    def one_step():
+        batch = fixed if data == "fixed" else next(batches)
+        train_step(step_fn, opt, batch.tokens, batch.mask, None, t, device)
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    seconds = _timed(one_step, device, steps, warmup)
+    tokens = t.batch_size * cfg.task.context
+    flops = flops_per_token(model, cfg.task.context) * tokens / seconds
+    peak = peak_flops(device)
+    return {"overrides": overrides, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "step_s": seconds, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
+            "mfu": flops / peak if peak else None, "data": data, "compile": t.compile,
+            "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
+            "params": model.param_counts()["total"]}
+
+
+def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=torch.bfloat16) -> list[dict]:
+    """Forward + backward time of one Canon layer (kernel 4, residual) per backend and width."""
+    from playground.kernels import canon_kernel
+    from playground.layers.canon import causal_conv, causal_conv_shifted
+
+    device = torch.device("cuda")
+    compiled = torch.compile(lambda x, w: x + causal_conv_shifted(x, w.to(x.dtype), None))
+    backends = {"torch conv1d (eager)": lambda x, w: x + causal_conv(x, w.to(x.dtype), None),
+                "torch shifted (compiled)": compiled}
+    if canon_kernel() is not None:
+        backends["triton (ours)"] = lambda x, w: canon_kernel()(x, w, None, False, True)
+    rows = []
+    for c in widths:
+        x = torch.randn(batch, context, c, device=device, dtype=dtype, requires_grad=True)
+        w = (torch.rand(c, 4, device=device) - 0.5).requires_grad_()
+        floor = 5 * x.numel() * x.element_size() / 3.35e12  # read x, dy; write y, dx; re-read x
+        for name, fn in backends.items():
+            seconds = _timed(lambda fn=fn, x=x, w=w: fn(x, w).sum().backward(), device, 20, 5)
+            rows.append({"width": c, "backend": name, "us": seconds * 1e6, "floor_us": floor * 1e6})
+    return rows
+
+
+def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...] = (0, 8),
+               seconds: float = 10.0) -> list[dict]:
+    """Generation tokens/s on one core (examples only) and loader tokens/s with N workers
+    (packed windows, the training path)."""
+    rows = []
+    for preset in presets:
+        task = build_task(to_objects(compose([f"task={preset}"])).task)
+        tic = time.perf_counter()
+        tokens = sum(len(task.example("train", i)) for i in range(examples))
+        row = {"task": preset, "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic)}
+        for n in workers:
+            batches = Batches(task, 8, shard_size(task), num_workers=n, prefetch=4)
+            next(batches)  # workers started
+            tic, count = time.perf_counter(), 0
+            while time.perf_counter() - tic < seconds:
+                count += next(batches).tokens.numel()
+            row[f"loader_tokens_per_s_{n}_workers"] = count / (time.perf_counter() - tic)
+        rows.append(row)
+    return rows
+
+
+def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64) -> dict:
+    """Evaluation time of a generative task (default Brevo1 N=110) on ``count`` eval examples:
+    cached decoding vs re-running the whole prefix for every token."""
+    from playground.generate import generate
+    from playground.model import build_model
+
+    cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
+    device = pick_device(cfg.train.device)
+    task = build_task(cfg.task)
+    model = build_model(cfg.model, len(task.vocab), seed=0).to(device).eval()
+    examples = [task.example("eval", i) for i in range(count)]
+    prompts = [ex.tokens[: ex.meta["answer_start"]] for ex in examples]
+    max_new = task.cfg.N + 2
+    out = {"overrides": overrides, "examples": count, "max_new": max_new}
+    for cached in (True, False):
+        _sync(device)
+        tic = time.perf_counter()
+        gens = generate(model, prompts, max_new, stop=[task.vocab.eos], batch_size=batch_size,
+                        pad_id=task.vocab.pad, use_cache=cached)
+        _sync(device)
+        out["cached_s" if cached else "rerun_prefix_s"] = time.perf_counter() - tic
+        out["new_tokens"] = int(sum(len(g.tokens) for g in gens))
+    out["speedup"] = out["rerun_prefix_s"] / out["cached_s"]
+    return out
