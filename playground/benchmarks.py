@@ -114,13 +114,13 @@ def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=t
 
 def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...] = (0, 8),
                seconds: float = 10.0) -> list[dict]:
-    """Generation tokens/s on one core (examples only) and loader tokens/s with N workers
-    (packed windows, the training path)."""
+    """Generation tokens/s on one core (examples as the training stream makes them, without
+    meta) and loader tokens/s with N workers (packed windows, padding included)."""
     rows = []
     for preset in presets:
         task = build_task(to_objects(compose([f"task={preset}"])).task)
         tic = time.perf_counter()
-        tokens = sum(len(task.example("train", i)) for i in range(examples))
+        tokens = sum(len(task.example("train", i, meta=False)) for i in range(examples))
         row = {"task": preset, "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic)}
         for n in workers:
             batches = Batches(task, 8, shard_size(task), num_workers=n, prefetch=4)

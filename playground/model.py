@@ -20,6 +20,7 @@ from playground.config import ModelConfig
 from playground.layers.canon import Canon, canon_at
 from playground.layers.dynamic_canon import DynamicCanon
 from playground.layers.mlp import MLP, MoE
+from playground.layers.norms import RMSNorm
 from playground.layers.seq import Cache, Seq
 from playground.mixers import MIXERS
 
@@ -33,12 +34,12 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d = cfg.d_model
-        self.norm1 = nn.RMSNorm(d, eps=cfg.norm_eps)
+        self.norm1 = RMSNorm(d, eps=cfg.norm_eps)
         self.canon_a = canon_at(cfg.canon, "A", d)
         self.mixer = build_mixer(cfg)
         self.mlp = None
         if cfg.mlp != "none":
-            self.norm2 = nn.RMSNorm(d, eps=cfg.norm_eps)
+            self.norm2 = RMSNorm(d, eps=cfg.norm_eps)
             self.canon_c = canon_at(cfg.canon, "C", d)
             self.mlp = MoE(d, cfg.moe_experts) if cfg.mlp == "moe" else MLP(d, cfg.mlp, cfg.canon)
 
@@ -55,7 +56,7 @@ class LM(nn.Module):
         self.cfg, self.vocab_size = cfg, vocab_size
         self.embed = nn.Embedding(vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers * cfg.depth_multiplier))
-        self.norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.norm = RMSNorm(cfg.d_model, eps=cfg.norm_eps)
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.head.weight = self.embed.weight

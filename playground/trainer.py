@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -115,6 +116,8 @@ class Trainer:
     def __init__(self, cfg: Config):
         self.cfg, self.out = cfg, Path(cfg.out_dir)
         self.device = distributed.setup(pick_device(cfg.train.device))
+        if self.device.type == "cuda":  # few CPU ops here: leave the cores to the loader workers
+            torch.set_num_threads(max(1, min(4, (os.cpu_count() or 1) - cfg.data.num_workers)))
         self.main = distributed.is_main()
         self.task: Task = build_task(cfg.task)
         self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)

@@ -31,23 +31,26 @@ class Rotary(nn.Module):
 
 
     def table(self, positions: int | torch.Tensor, t: int, device: torch.device):
-        """cos, sin broadcastable to [B, H, T, r/2] for ``t`` tokens at ``positions``."""
+        """(cos, ±sin) over the rotated dims, broadcastable to [..., B, H, T, r] for ``t`` tokens
+        at ``positions``: out = x·cos + swap_halves(x)·sin (one multiply-add per element)."""
         if isinstance(positions, int):
-            return self.angles(torch.arange(positions, positions + t, device=device))
-        return tuple(a[:, None] for a in self.angles(positions))  # [B, 1, T, r/2]
+            cos, sin = self.angles(torch.arange(positions, positions + t, device=device))
+        else:
+            cos, sin = (a[:, None] for a in self.angles(positions))  # [B, 1, T, r/2]
+        return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
 
     def forward(self, x: torch.Tensor, positions: int | torch.Tensor, angles=None) -> torch.Tensor:
-        """x: [B, H, T, hd]; positions: the first position (int, rows aligned) or [B, T];
-        ``angles``: a precomputed ``table`` (shared by the layers of one call)."""
+        """x: [..., B, H, T, hd] (q and k may be stacked in front); positions: the first
+        position (int, rows aligned) or [B, T]; ``angles``: a precomputed ``table``."""
         if not self.enabled:
             return x
-        cos, sin = angles if angles is not None else self.table(positions, x.shape[2], x.device)
+        cos, sin = angles if angles is not None else self.table(positions, x.shape[-2], x.device)
         h, r = self.rot_heads, self.rot_dims
-        part = x[:, :h, :, :r].float()
+        part = x[..., :h, :, :r].float()
         x1, x2 = part.chunk(2, dim=-1)
-        rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
-        if h == x.shape[1] and r == x.shape[3]:
+        rotated = (part * cos + torch.cat([x2, x1], dim=-1) * sin).to(x.dtype)
+        if h == x.shape[-3] and r == x.shape[-1]:
             return rotated
         out = x.clone()
-        out[:, :h, :, :r] = rotated
+        out[..., :h, :, :r] = rotated
         return out
