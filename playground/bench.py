@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     g = sub.add_parser("generate", help="generative evaluation: cached decoding vs re-running the prefix")
     g.add_argument("overrides", nargs="*", default=["task=brevo1", "task.N=110", "size=12L768D", "canon=none"])
     g.add_argument("--count", type=int, default=1000)
-    g.add_argument("--batch-size", type=int, default=64)
+    g.add_argument("--batch-size", type=int, default=256)
     g.set_defaults(func=cmd_generate)
     for cmd in (p, t, c, d, g):
         cmd.add_argument("--json", help="also write the figures to this JSON file")

@@ -79,7 +79,7 @@ class TrainConfig:
     max_skipped: int = 100  # with on_nonfinite=skip: more skipped steps than this = diverged
     log_every: int = 10
     eval_every: int = 100  # steps between evaluations (and always at the end); 0 = only at the end
-    eval_batch_size: int = 64
+    eval_batch_size: int = 256  # eval batches; large ones amortise per-token decoding overhead
     ckpt_every: int = 100  # steps between checkpoints (and always at the end)
     keep_checkpoints: int = 2
     resume: str = "auto"  # auto: continue from the latest checkpoint | never: start afresh

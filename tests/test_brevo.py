@@ -147,3 +147,17 @@ def test_generative_evaluation_end_to_end(preset):
     never_stops = {k: v[:-1] for k, v in right.items()}  # no <eos>: not counted as correct
     model = ScriptedModel(len(task.vocab), never_stops, fallback=task.vocab["<query>"])
     assert task.evaluate(model, exs)["acc"] == 0.0
+
+
+def test_distinct_indices_uniform():
+    """The parent sampler draws p distinct indices uniformly (chi-square over all pairs of 5)."""
+    import collections
+
+    from playground.tasks.brevo import distinct_indices
+
+    rng = np.random.default_rng(0)
+    counts = collections.Counter(tuple(distinct_indices(rng.random(2).tolist(), 5)) for _ in range(20000))
+    assert len(counts) == 10 and all(len(set(k)) == 2 for k in counts)
+    expected = 2000
+    chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
+    assert chi2 < 27.9  # 99.9% quantile, 9 degrees of freedom

@@ -26,6 +26,17 @@ def reference(x, w, b, act, residual):
     return x + z if residual else z
 
 
+def assert_same(op, ref, inputs, gy, tol):
+    """op(*inputs) and its gradients equal ref on fp32 copies of the inputs."""
+    got = (op(*inputs),)
+    got += torch.autograd.grad(got[0], inputs, gy)
+    ref_in = [v.detach().float().requires_grad_() for v in inputs]
+    want = (ref(*ref_in),)
+    want += torch.autograd.grad(want[0], ref_in, gy.float())
+    for a, e in zip(got, want):
+        torch.testing.assert_close(a.float(), e, rtol=tol, atol=tol * max(1.0, e.abs().max().item()))
+
+
 def compare(op, device, dtype, shape, act, residual, bias, tol):
     b_, t, c, k = shape
     g = torch.Generator().manual_seed(sum(shape))
@@ -35,13 +46,8 @@ def compare(op, device, dtype, shape, act, residual, bias, tol):
     gy = torch.randn(b_, t, c, generator=g).to(device, dtype)
     gy = gy.transpose(0, 1).contiguous().transpose(0, 1)  # a non-contiguous upstream gradient
     inputs = [x, w] + ([b] if bias else [])
-    got = (op(x, w, b, act, residual),)
-    got += torch.autograd.grad(got[0], inputs, gy)
-    ref_in = [v.detach().float().requires_grad_() for v in inputs]
-    want = (reference(ref_in[0], ref_in[1], ref_in[2] if bias else None, act, residual),)
-    want += torch.autograd.grad(want[0], ref_in, gy.float())
-    for a, e in zip(got, want):
-        torch.testing.assert_close(a.float(), e, rtol=tol, atol=tol * max(1.0, e.abs().max().item()))
+    assert_same(lambda *v: op(v[0], v[1], v[2] if bias else None, act, residual),
+                lambda *v: reference(v[0], v[1], v[2] if bias else None, act, residual), inputs, gy, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -88,13 +94,7 @@ def compare_dynamic(op, device, dtype, shape, residual, tol):
               (torch.randn(k, c, r, generator=g) / r).to(device), torch.randn(k, c, generator=g).to(device)]
     inputs = [v.requires_grad_() for v in inputs]
     gy = torch.randn(b_, t, c, generator=g).to(device, dtype)
-    got = (op(*inputs, residual),)
-    got += torch.autograd.grad(got[0], inputs, gy)
-    ref_in = [v.detach().float().requires_grad_() for v in inputs]
-    want = (dynamic_reference(*ref_in, residual),)
-    want += torch.autograd.grad(want[0], ref_in, gy.float())
-    for a, e in zip(got, want):
-        torch.testing.assert_close(a.float(), e, rtol=tol, atol=tol * max(1.0, e.abs().max().item()))
+    assert_same(lambda *v: op(*v, residual), lambda *v: dynamic_reference(*v, residual), inputs, gy, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")

@@ -105,6 +105,18 @@ class ExampleBuilder:
         return Example(np.asarray(self.tokens, np.int32), np.asarray(self.mask, bool), meta)
 
 
+class DifficultyLaw:
+    """Training difficulty n on {n_min..N} with P(n) ∝ 1/(n + √N) (Depo, Brevo; TASKS.md)."""
+
+    def __init__(self, n_min: int, n_max: int):
+        ns = np.arange(n_min, n_max + 1)
+        weights = 1.0 / (ns + np.sqrt(n_max))
+        self.values, self.probs = ns, weights / weights.sum()
+
+    def sample(self, rng: np.random.Generator) -> int:
+        return int(rng.choice(self.values, p=self.probs))
+
+
 class Task(ABC):
     """A deterministic synthetic task. Subclasses set ``Config`` and ``primary_metric``."""
 

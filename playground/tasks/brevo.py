@@ -29,7 +29,7 @@ import numpy as np
 
 from playground.errors import check
 from playground.generate import generate
-from playground.tasks.base import Example, Task, TaskConfig, Vocab, rng_for
+from playground.tasks.base import DifficultyLaw, Example, Task, TaskConfig, Vocab, rng_for
 
 QUERY_RULES = ("paper", "last")
 DEPTH_BUCKETS = ("1", "2", "3", "4", "5+")
@@ -170,9 +170,7 @@ class Brevo(Task):
 
     def __init__(self, cfg: BrevoConfig):
         super().__init__(cfg)
-        ns = np.arange(cfg.n_min, cfg.N + 1)
-        weights = 1.0 / (ns + np.sqrt(cfg.N))
-        self._ns, self._pn = ns, weights / weights.sum()
+        self._law = DifficultyLaw(cfg.n_min, cfg.N)
 
     def build_vocab(self) -> Vocab:
         c = self.cfg
@@ -211,7 +209,7 @@ class Brevo(Task):
     def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
         rng = rng_for(c.seed, split, index)
-        n = int(rng.choice(self._ns, p=self._pn)) if split == "train" else c.N
+        n = self._law.sample(rng) if split == "train" else c.N
         dag = sample_dag(rng, n, c.max_parents, c.max_children)
         names = self._names(rng, n)
         edges = [(u, w) for w in dag.order for u in dag.parents[w]]

@@ -24,6 +24,7 @@ import numpy as np
 
 from playground.errors import check
 from playground.tasks.base import (
+    DifficultyLaw,
     Example,
     ExampleBuilder,
     Task,
@@ -68,9 +69,7 @@ class Depo(Task):
 
     def __init__(self, cfg: DepoConfig):
         super().__init__(cfg)
-        ns = np.arange(cfg.n_min, cfg.N + 1)
-        weights = 1.0 / (ns + np.sqrt(cfg.N))
-        self._ns, self._pn = ns, weights / weights.sum()
+        self._law = DifficultyLaw(cfg.n_min, cfg.N)
 
     def build_vocab(self) -> Vocab:
         c = self.cfg
@@ -101,7 +100,7 @@ class Depo(Task):
     def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
         rng = rng_for(c.seed, split, index)
-        n = int(rng.choice(self._ns, p=self._pn)) if split == "train" else c.N
+        n = self._law.sample(rng) if split == "train" else c.N
         cycle = self._words(rng, n)  # cycle[i] -> cycle[(i + 1) % n]
         b = ExampleBuilder()
         b.add([v.bos])

@@ -1,0 +1,116 @@
+"""Sweeps and reports end to end on CPU: one command runs a 3×4 tiny Depo panel, a killed sweep
+finishes only its missing runs, the heatmap CSV is the best over learning rates recomputed from
+the summaries, the paper comparison lists every transcribed cell, SLURM is dry-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from playground import runs
+from playground.aggregate import PAPER_CSV
+from playground.sweep import find_sweep_file, load_sweep
+
+SWEEP = [sys.executable, "-m", "playground.sweep", "fig7", "scale=cpu", "panels=depo1_K8",
+         "variants=llama_rope_canon", "train.steps=6", "train.log_every=3", "task.eval_size=16"]
+
+
+def summaries(root: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in root.rglob("summary.json")}
+
+
+def test_every_sweep_file_expands_at_every_scale():
+    for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
+        for scale in ("paper", "mini", "cpu"):
+            sweep = load_sweep(path, scale)
+            assert sweep.runs() and all(r[-1] == f"sweep={path.stem}_{scale}" for r in sweep.runs())
+
+
+def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
+    proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    root = tmp_path / "results" / "fig7_cpu"
+    deadline = time.time() + 240
+    while time.time() < deadline and sum(s.get("status") == "finished" for s in summaries(root).values()) < 5:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)  # kill the whole sweep half way
+    proc.wait()
+    before = {k: v["finished"] for k, v in summaries(root).items() if v.get("status") == "finished"}
+    assert 5 <= len(before) < 24
+    subprocess.run(SWEEP, cwd=tmp_path, check=True, capture_output=True)
+    after = summaries(root)
+    assert len(after) == 24 and all(s["status"] == "finished" for s in after.values())
+    assert all(after[k]["finished"] == t for k, t in before.items())  # finished runs were skipped
+
+    report = subprocess.run([sys.executable, "-m", "playground.report", "heatmap", str(root), "--vs-paper", "7"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    out = root / "report"
+    cells = pd.read_csv(out / "cells.csv")
+    assert len(cells) == 12 and (cells["status"] == "finished").all()
+    for cell in cells.itertuples():  # recompute best over learning rates from the summaries
+        mine = [s for s in after.values() if s["size"] == cell.size and f"N={s['difficulty']['N']}" == cell.row]
+        key = lambda s: (s["metrics"]["acc_at_K"], s["metrics"]["acc_at_K2"])  # noqa: E731
+        best = max(map(key, mine))
+        assert len(mine) == 2 and (cell.value, cell.value2) == best
+        assert cell.lr in {s["lr"] for s in mine if key(s) == best}
+    assert (out / "heatmap_depo_K2.png").stat().st_size > 10_000 and (out / "heatmap_depo_K2.svg").exists()
+    assert "| N=8 |" in (out / "cells.md").read_text()
+    versus = pd.read_csv(out / "vs_paper_fig7.csv")
+    paper = pd.read_csv(PAPER_CSV)
+    for panel in ("depo1_K8", "depo2_K16"):  # every transcribed Depo cell of Figure 7 is there
+        ref = paper[(paper["figure"] == 7) & (paper["task"] == panel)]
+        cells_ref = ref.drop_duplicates(["architecture", "canon", "row_label", "size"])
+        assert len(versus[versus["panel"] == panel]) == len(cells_ref) > 0
+        assert (out / f"vs_paper_fig7_{panel}.png").exists()
+
+
+def test_failed_runs_are_shown_as_failed(tmp_path):
+    """A cell whose only runs failed is 'failed' with the reason, never a number."""
+    from playground.aggregate import annotate, cells
+    from playground.report import load_runs
+
+    src = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"
+    dst = tmp_path / "res"
+    import shutil
+
+    shutil.copytree(src, dst)
+    victims = [d for d in dst.iterdir() if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name]
+    for d in victims:
+        s = runs.read_json(d / "summary.json")
+        runs.write_json(d / "summary.json", {**{k: v for k, v in s.items() if k != "metrics"},
+                                             "status": "diverged", "error": "Diverged: non-finite loss"})
+    table = cells(annotate(load_runs(dst)))
+    cell = table[(table["size"] == "2L64D") & (table["row"] == "N=8") & (table["canon"] == "abcd_res")].iloc[0]
+    assert cell["status"] == "failed" and "non-finite" in cell["failures"] and pd.isna(cell["value"])
+
+
+def test_report_refuses_tampered_runs(tmp_path, capsys):
+    import shutil
+
+    from playground.report import main
+
+    dst = tmp_path / "res"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "results" / "fig7_cpu", dst)
+    victim = next(dst.iterdir())
+    cfg = (victim / "config.yaml").read_text()
+    (victim / "config.yaml").write_text(cfg.replace("lr: 0.", "lr: 0.0"))  # config no longer matches
+    with pytest.raises(SystemExit):
+        main(["table", str(dst)])
+    assert f"refused: {victim}" in capsys.readouterr().err
+
+
+def test_slurm_launcher_dry_run(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    out = subprocess.run([*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "launcher=slurm",
+                          "dry_run=true"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert "submitit_launcher.SlurmLauncher" in out and "gpus_per_node: 1" in out and "max_num_timeout: 10" in out
+    assert not (tmp_path / "results").exists()  # nothing launched
