@@ -159,9 +159,10 @@ def curves_figure(records: dict[str, pd.DataFrame], metric_prefix: str = "acc_k"
 def bars_figure(table: pd.DataFrame, x: str, group: str, value: str, title: str, ylabel: str) -> Figure:
     """Grouped bars of ``value`` by ``x`` (e.g. Brevo depth, MQAR width) and ``group`` (variant),
     with the seed spread as error bars when present."""
-    xs = list(dict.fromkeys(table[x]))
-    groups = list(dict.fromkeys(table[group]))
-    fig = Figure(figsize=(1.4 + 0.9 * len(xs) * max(1, len(groups) / 2), 3.4))
+    xs = sorted(dict.fromkeys(table[x]), key=size_order)
+    groups = sorted(dict.fromkeys(table[group]), key=lambda name: (len(str(name)), str(name)))  # baseline first
+    rows = -(-len(groups) // 2)
+    fig = Figure(figsize=(1.4 + 0.9 * len(xs) * max(1, len(groups) / 2), 3.0 + 0.22 * rows))
     ax = fig.add_subplot()
     width = 0.8 / max(len(groups), 1)
     for g, name in enumerate(groups):
@@ -173,7 +174,7 @@ def bars_figure(table: pd.DataFrame, x: str, group: str, value: str, title: str,
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 105)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -181,6 +181,11 @@ def cmd_table(args: argparse.Namespace) -> int:
     cols = [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr", "seed",
                         "value", "value2", "error") if c in frame]
     print(frame[cols].to_string(index=False))
+    metrics = sorted(c for c in frame if c.startswith("metrics."))
+    extra = [c for c in ("step", "final_loss", "tokens_per_s", "wall_time_s", "params.total") if c in frame]
+    out = _out(args)
+    atomic_write(out / "runs.csv", frame[cols + metrics + extra].to_csv(index=False).encode())
+    print(f"wrote {out / 'runs.csv'} (every metric of every run)")
     return 0
 
 
@@ -205,7 +210,7 @@ COMMANDS = {
     "depth": (cmd_depth, "Brevo accuracy by dependency depth (Figure 9 style)"),
     "bars": (cmd_bars, "accuracy by size and variant, mean ± spread over seeds (MQAR)"),
     "capo": (cmd_capo, "learned bits vs parameters (Capo capacity), one series per N"),
-    "table": (cmd_table, "every run, one line each"),
+    "table": (cmd_table, "every run, one line each (and runs.csv with all its metrics)"),
 }
 
 

@@ -2,19 +2,22 @@
 
     playground-sweep fig7 scale=mini                      # Hydra multirun, one row after another
     playground-sweep fig7 scale=mini launcher=local gpus=8  # one run per GPU on this host
+    playground-sweep mqar scale=mini launcher=local per_gpu=8  # tiny models: 8 runs share each GPU
     playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu
     playground-sweep fig7 scale=cpu panels=depo1 dry_run=true  # list the runs, launch nothing
 
 A sweep file names its grid: ``rows`` per scale (task and difficulty, with that row's recipe,
 zipped), ``variants`` (named architecture/Canon settings, zipped) and ``grid`` (crossed: sizes,
 learning rates, seeds). Every run lands in ``results/<name>_<scale>/<run_name>/``; a rerun skips
-finished runs and resumes interrupted ones. Other ``key=value`` arguments go to every run.
+finished runs and resumes interrupted ones. Other ``key=value`` arguments go to every run; one
+that names a grid axis (``seed=0,1``, ``size=8L512D``) replaces that axis instead.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,8 +29,8 @@ from omegaconf import OmegaConf
 from playground.cli import fail, int_arg, parse_args
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent / "sweeps"
-KNOWN = {"scale": "mini", "launcher": "basic", "gpus": "0", "dry_run": "false", "panels": "",
-         "variants": ""}
+KNOWN = {"scale": "mini", "launcher": "basic", "gpus": "0", "per_gpu": "1", "dry_run": "false",
+         "panels": "", "variants": ""}
 FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales"}
 SCALE_KEYS = {"overrides", "grid", "rows", "cost"}
 LAUNCHERS = ("basic", "local", "slurm")
@@ -115,6 +118,13 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
         if unknown := [n for n in names if n not in variants]:
             fail(f"variants={unknown} not in {path.name}; known: {sorted(variants)}")
         variants = {n: variants[n] for n in names}
+    axes = set(grid).union(*(r[2] for r in rows))
+    for item in extra:  # an extra argument naming a grid axis replaces the axis
+        key, _, value = item.partition("=")
+        if key in axes:
+            grid[key] = value.split(",")
+            rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key}) for panel, row, row_grid in rows]
+    extra = [item for item in extra if item.partition("=")[0] not in axes]
     common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides") + list(extra)
     return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid)
 
@@ -131,28 +141,44 @@ def multirun_commands(sweep: Sweep, launcher: str) -> list[list[str]]:
     return commands
 
 
-def run_local(runs: list[list[str]], gpus: int, log_dir: Path) -> int:
-    """Run each run in its own process, ``gpus`` at a time, one GPU each; returns failures."""
+def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1) -> int:
+    """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time;
+    returns the number of failed runs."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    free, active, failures = list(range(max(gpus, 1))), {}, 0
+    free, active, failures = [g for _ in range(per_gpu) for g in range(max(gpus, 1))], {}, 0
     queue = list(enumerate(runs))
-    while queue or active:
-        while queue and free:
-            index, overrides = queue.pop(0)
-            gpu = free.pop(0)
-            env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": str(gpu)} if gpus else {})}
-            log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
-            proc = subprocess.Popen([sys.executable, "-m", "playground.train", *overrides],
-                                    stdout=log, stderr=subprocess.STDOUT, env=env)
-            active[proc] = (gpu, log, index)
-        for proc in [p for p in active if p.poll() is not None]:
-            gpu, log, index = active.pop(proc)
-            log.close()
-            free.append(gpu)
-            failures += proc.returncode != 0
-            print(f"run {index}: exit {proc.returncode} (log {log.name})", flush=True)
-        time.sleep(0.2)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        while queue or active:
+            while queue and free:
+                index, overrides = queue.pop(0)
+                gpu = free.pop(0)
+                env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": str(gpu)} if gpus else {})}
+                log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
+                proc = subprocess.Popen([sys.executable, "-m", "playground.train", *overrides],
+                                        stdout=log, stderr=subprocess.STDOUT, env=env)
+                active[proc] = (gpu, log, index)
+            for proc in [p for p in active if p.poll() is not None]:
+                gpu, log, index = active.pop(proc)
+                log.close()
+                free.append(gpu)
+                failures += proc.returncode != 0
+                print(f"run {index}: exit {proc.returncode} (log {log.name})", flush=True)
+            time.sleep(0.2)
+    except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
+        for proc in active:
+            proc.send_signal(signal.SIGTERM)
+        for proc in active:
+            proc.wait()
+        print(f"sweep interrupted: {len(active)} run(s) stopped resumably, {len(queue)} not started", flush=True)
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return failures
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -170,8 +196,8 @@ def main(argv: list[str] | None = None) -> None:
         dry_run(sweep, runs, args["launcher"])
         return
     if args["launcher"] == "local":
-        gpus = int_arg(args, "gpus") or _gpu_count()
-        failures = run_local(runs, gpus, Path("results") / sweep.sweep_dir / ".logs")
+        gpus, per_gpu = int_arg(args, "gpus") or _gpu_count(), int_arg(args, "per_gpu", minimum=1)
+        failures = run_local(runs, gpus, Path("results") / sweep.sweep_dir / ".logs", per_gpu)
     else:
         failures = sum(subprocess.run(cmd).returncode != 0 for cmd in multirun_commands(sweep, args["launcher"]))
     print(f"sweep {sweep.name}: done ({failures} launcher failures; see each run's summary.json)")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -65,6 +68,23 @@ def test_stream_independent_of_workers():
     assert plain[1].numpy().tobytes() == workers[1].numpy().tobytes()
 
 
+def test_workers_leave_preemption_signals_to_the_main_process():
+    """SLURM and `timeout` signal the whole process group; a worker that died of it would turn a
+    resumable preemption into a crash ("DataLoader worker ... killed by signal")."""
+    task = task_from(*TASK)
+    ref = Batches(task, 40, 8, num_workers=0)
+    want = [next(ref)[0].numpy().tobytes() for _ in range(9)]
+    batches = Batches(task, 40, 8, num_workers=2, prefetch=1)
+    got = [next(batches)[0].numpy().tobytes()]
+    workers = batches._shards._workers
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGTERM)
+    time.sleep(0.5)
+    assert all(worker.is_alive() for worker in workers)
+    got += [next(batches)[0].numpy().tobytes() for _ in range(8)]  # the stream goes on, unchanged
+    assert got == want
+
+
 def test_resume_from_state_continues_the_stream():
     task = task_from(*TASK)
     ref = Batches(task, 5, 8)
@@ -88,6 +108,8 @@ def test_shards_are_pure_functions():
 
 STREAM_HASH = """
 import hashlib
+import os
+import signal
 from conftest import task_from
 from playground.data.loader import window_stream
 w = window_stream(task_from("task=depo1", "task.N=60"), 16, 30)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from playground import runs
 from playground.aggregate import PAPER_CSV
@@ -29,7 +30,9 @@ def summaries(root: Path) -> dict[str, dict]:
 
 def test_every_sweep_file_expands_at_every_scale():
     for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
-        for scale in ("paper", "mini", "cpu"):
+        scales = set(yaml.safe_load(path.read_text())["scales"])
+        assert scales == {"paper", "mini", "cpu"} if path.stem.startswith(("fig", "mqar")) else {"mini", "cpu"} <= scales
+        for scale in scales:
             sweep = load_sweep(path, scale)
             assert sweep.runs() and all(r[-1] == f"sweep={path.stem}_{scale}" for r in sweep.runs())
 
@@ -114,3 +117,51 @@ def test_slurm_launcher_dry_run(tmp_path):
                           "dry_run=true"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert "submitit_launcher.SlurmLauncher" in out and "gpus_per_node: 1" in out and "max_num_timeout: 10" in out
     assert not (tmp_path / "results").exists()  # nothing launched
+
+
+def test_extra_argument_replaces_a_grid_axis():
+    path = find_sweep_file("mqar")
+    full = load_sweep(path, "mini").runs()
+    sweep = load_sweep(path, "mini", extra=["seed=7", "train.lr=1e-3,2e-3", "train.steps=3"])
+    runs = sweep.runs()
+    assert len(runs) == len(full) // 2  # seeds 0,1 -> 7; learning rates 1e-3,3e-3 -> 1e-3,2e-3
+    assert all(r.count("seed=7") == 1 and not any(x.startswith("seed=") and x != "seed=7" for x in r) for r in runs)
+    assert {x for r in runs for x in r if x.startswith("train.lr=")} == {"train.lr=1e-3", "train.lr=2e-3"}
+    assert "train.steps=3" in sweep.common and "seed=7" not in sweep.common
+
+
+def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
+    """per_gpu=2 runs both runs at once; SIGTERM to the sweep alone reaches every run, which
+    checkpoints as preempted (resumable)."""
+    cmd = [sys.executable, "-m", "playground.sweep", "nope", "scale=cpu", "launcher=local", "per_gpu=2",
+           "train.log_every=1", "train.ckpt_every=100000"]
+    proc = subprocess.Popen([*cmd, "train.steps=100000"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    root = tmp_path / "results" / "nope_cpu"
+    deadline = time.time() + 120
+    while time.time() < deadline and sum(
+            p.exists() and p.stat().st_size > 0 for p in root.glob("*/metrics.jsonl")) < 2:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "2 run(s) stopped resumably" in out, out
+    states = summaries(root)
+    assert len(states) == 2 and all(s["status"] == "preempted" for s in states.values())
+    assert all(list((root / name / "checkpoints").glob("*")) for name in states)
+
+
+@pytest.mark.parametrize("name", ["mqar", "mamba2_conv", "nope", "gla_canon"])
+def test_committed_mini_results_agree_with_their_runs(name):
+    """results/mini: every bar is the seed mean at the best learning rate of the committed runs,
+    and the sweep.yaml beside them is the sweep file as it stands."""
+    folder = Path(__file__).resolve().parent.parent / "results" / "mini" / name
+    bars, runs_ = pd.read_csv(folder / "bars.csv"), pd.read_csv(folder / "runs.csv")
+    assert (runs_["status"] == "finished").all()
+    per_lr = runs_.groupby(["row", "size", "architecture", "canon", "lr"])["value"].agg(["mean", "std", "count"])
+    best = per_lr.loc[per_lr.groupby(level=[0, 1, 2, 3])["mean"].idxmax()].droplevel("lr")
+    assert len(best) == len(bars)
+    for bar in bars.itertuples():
+        cell = best.loc[(bar.row, bar.size, bar.architecture, bar.canon)]
+        assert cell["mean"] == pytest.approx(bar.value) and cell["std"] == pytest.approx(bar.spread)
+        assert cell["count"] == bar.seeds == 2
+    assert (folder / "sweep.yaml").read_text() == find_sweep_file(name).read_text()

@@ -10,6 +10,7 @@ batch is later split into micro-batches or devices. The position in the stream,
 from __future__ import annotations
 
 import itertools
+import signal
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -41,6 +42,15 @@ class ShardStream(IterableDataset):
                                                                     self.shard_examples))
 
 
+def _leave_signals_to_main(_worker_id: int) -> None:
+    """Preemption signals reach the whole process group (SLURM, ``timeout``); a worker ignores
+    them, so the main process can checkpoint and then shut its workers down itself."""
+    from playground.trainer import PREEMPT_SIGNALS
+
+    for signum in PREEMPT_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 class Batches:
     """Infinite iterator of :class:`Batch` training batches."""
 
@@ -51,7 +61,8 @@ class Batches:
         stream = ShardStream(task, split, shard_examples, start=state["shard"])
         loader = DataLoader(stream, batch_size=None, num_workers=num_workers,
                             prefetch_factor=prefetch if num_workers else None,
-                            persistent_workers=False)
+                            persistent_workers=False,
+                            worker_init_fn=_leave_signals_to_main if num_workers else None)
         self._shards: Iterator = iter(loader)
         self._shard, self._offset = state["shard"], state["offset"]
         self._arrays = self._next_shard(expect=self._shard)
