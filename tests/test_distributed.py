@@ -31,8 +31,8 @@ def test_two_processes_match_one(tmp_path, micro):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert runs.read_json(two / "summary.json")["world_size"] == 2
     a, b = losses(one), losses(two)
-    assert len(a) == len(b) == 8
-    assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(a, b)), (a, b)
+    assert len(a) == len(b) == 8, (a, b, proc.stderr[-3000:])
+    assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(a, b)), (a, b, proc.stderr[-3000:])
     assert len(runs.checkpoint_paths(two / "checkpoints")) == 2
 
 
