@@ -168,8 +168,9 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
         for proc in active:
             proc.send_signal(signal.SIGTERM)
-        for proc in active:
+        for proc, (_, log, _) in active.items():
             proc.wait()
+            log.close()
         print(f"sweep interrupted: {len(active)} run(s) stopped resumably, {len(queue)} not started", flush=True)
         raise SystemExit(130) from None
     finally:

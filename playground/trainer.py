@@ -269,13 +269,13 @@ class Trainer:
             if self.main:
                 self.show_eval(metrics)
             self._tic = time.perf_counter()
-        if distributed.world()[1] > 1 and self._signal is not None and self.step % t.log_every:
-            pass  # data parallel: a preemption is honoured at the next log step, on every rank
-        elif last or self.step % t.ckpt_every == 0 or self._signal is not None:
+        # data parallel: a preemption is honoured at a log step, where every rank agrees on it
+        stop = self._signal is not None and (distributed.world()[1] == 1 or self.step % t.log_every == 0)
+        if last or self.step % t.ckpt_every == 0 or stop:
             self._lap()
             self.save(batches)
             self._tic = time.perf_counter()
-        if self._signal is not None and (distributed.world()[1] == 1 or self.step % t.log_every == 0):
+        if stop:
             self._after_preemption_checkpoint()
 
     def _lap(self) -> None:

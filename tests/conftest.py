@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from playground.config import compose, to_objects
 
@@ -24,3 +25,19 @@ def task_from(*overrides: str):
     from playground.tasks import build_task
 
     return build_task(to_objects(compose(list(overrides))).task)
+
+
+def assert_causal(model, vocab_size: int, length: int = 16, t: int = 9, seed: int = 0, exact: bool = True):
+    """Changing token t changes no logit before t (and does change some at t or after); returns
+    the ids and their logits."""
+    ids = torch.randint(0, vocab_size, (2, length), generator=torch.Generator().manual_seed(seed))
+    changed = ids.clone()
+    changed[:, t] = (ids[:, t] + 1) % vocab_size
+    with torch.no_grad():
+        a, b = model(ids), model(changed)
+    if exact:
+        assert torch.equal(a[:, :t], b[:, :t])
+    else:  # e.g. MoE: tokens are batched per expert, so the GEMMs differ by rounding only
+        torch.testing.assert_close(a[:, :t], b[:, :t], rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(a[:, t:], b[:, t:])
+    return ids, a

@@ -52,14 +52,17 @@ def compare(op, device, dtype, shape, act, residual, bias, tol):
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
 def test_canon_triton_interpreter_matches_reference():
-    """Runs in a subprocess because TRITON_INTERPRET must be set before triton is imported."""
-    code = ("import torch, test_kernels as t\n"
-            "from playground.kernels.canon_triton import canon_conv\n"
-            "for shape, act, res, bias in t.CASES:\n"
-            "    t.compare(canon_conv, 'cpu', torch.float32, shape, act, res, bias, 1e-4)\n")
+    run_interpreted("from playground.kernels.canon_triton import canon_conv\n"
+                    "for shape, act, res, bias in t.CASES:\n"
+                    "    t.compare(canon_conv, 'cpu', torch.float32, shape, act, res, bias, 1e-4)\n")
+
+
+def run_interpreted(code: str) -> None:
+    """Runs ``code`` (with ``torch`` and this module as ``t``) in a subprocess under Triton's CPU
+    interpreter: TRITON_INTERPRET must be set before triton is imported."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(__file__), env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", "import torch, test_kernels as t\n" + code],
+                          cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -99,14 +102,9 @@ def compare_dynamic(op, device, dtype, shape, residual, tol):
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
 def test_dynamic_canon_triton_interpreter_matches_reference():
-    code = ("import torch, test_kernels as t\n"
-            "from playground.kernels.dynamic_canon_triton import dynamic_canon\n"
-            "for shape, res in t.DYN_CASES:\n"
-            "    t.compare_dynamic(dynamic_canon, 'cpu', torch.float32, shape, res, 1e-4)\n")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(__file__), env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_interpreted("from playground.kernels.dynamic_canon_triton import dynamic_canon\n"
+                    "for shape, res in t.DYN_CASES:\n"
+                    "    t.compare_dynamic(dynamic_canon, 'cpu', torch.float32, shape, res, 1e-4)\n")
 
 
 @pytest.mark.gpu

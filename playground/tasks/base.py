@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -85,6 +85,33 @@ def rng_for(seed: int, split: str, index: int) -> np.random.Generator:
     if index < 0:
         raise ValueError(f"example index must be >= 0, got {index}")
     return np.random.default_rng([seed, SPLITS[split], index])
+
+
+def check_word_supply(count: int, key: str, value: Any, alphabet: int, min_len: int, max_len: int,
+                      what: str, knobs: str) -> None:
+    """Distinct random words are drawn by rejection; that stays fast only while at most half of
+    the possible words are needed."""
+    distinct = sum(alphabet**n for n in range(min_len, max_len + 1))
+    check(count <= distinct // 2, key, value, f"at most half the {distinct} distinct {what} that {knobs} allow")
+
+
+def distinct_words(rng: np.random.Generator, n: int, min_len: int, max_len: int, alphabet: int, slack: int,
+                   spell: Callable[[int, list[int]], tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """n distinct words in the random order they were drawn. Draws come in bulk (2 × missing +
+    ``slack`` at a time): a length in [min_len, max_len] and a row of max_len letters from
+    range(alphabet), which ``spell(length, row)`` turns into the word's token ids."""
+    words: list[tuple[int, ...]] = []
+    seen: set[tuple[int, ...]] = set()
+    while len(words) < n:
+        m = 2 * (n - len(words)) + slack
+        lengths = rng.integers(min_len, max_len + 1, size=m).tolist()
+        rows = rng.integers(0, alphabet, size=(m, max_len)).tolist()
+        for length, row in zip(lengths, rows):
+            word = spell(length, row)
+            if word not in seen and len(words) < n:
+                seen.add(word)
+                words.append(word)
+    return words
 
 
 class ExampleBuilder:

@@ -29,7 +29,15 @@ import numpy as np
 
 from playground.errors import check
 from playground.generate import generate
-from playground.tasks.base import DifficultyLaw, Example, Task, TaskConfig, Vocab, rng_for
+from playground.tasks.base import (
+    DifficultyLaw,
+    Example,
+    Task,
+    TaskConfig,
+    Vocab,
+    check_word_supply,
+    rng_for,
+)
 
 QUERY_RULES = ("paper", "last")
 DEPTH_BUCKETS = ("1", "2", "3", "4", "5+")
@@ -63,9 +71,8 @@ class BrevoConfig(TaskConfig):
         if self.names == "word":
             check(1 <= self.min_len <= self.max_len, "task.min_len", self.min_len,
                   f"1 <= min_len <= max_len (max_len={self.max_len})")
-            distinct = sum(self.V**n for n in range(self.min_len, self.max_len + 1))
-            check(self.N <= distinct // 2, "task.N", self.N,
-                  f"at most half the {distinct} distinct names that V, min_len, max_len allow")
+            check_word_supply(self.N, "task.N", self.N, self.V, self.min_len, self.max_len, "names",
+                              "V, min_len, max_len")
 
 
 @dataclass

@@ -30,6 +30,8 @@ from playground.tasks.base import (
     Task,
     TaskConfig,
     Vocab,
+    check_word_supply,
+    distinct_words,
     rng_for,
     span_accuracy,
     teacher_forced_predictions,
@@ -58,9 +60,8 @@ class DepoConfig(TaskConfig):
         check(3 <= self.n_min <= self.N, "task.n_min", self.n_min, f"3 <= n_min <= N (N={self.N})")
         check(1 <= self.K <= self.N, "task.K", self.K, f"an integer in [1, N={self.N}]")
         check(self.queries >= 1, "task.queries", self.queries, "an integer >= 1")
-        distinct = sum(self.V**length for length in range(self.min_len, self.max_len + 1))
-        check(self.N <= distinct // 2, "task.N", self.N,
-              f"at most half the {distinct} distinct words that V, min_len, max_len allow")
+        check_word_supply(self.N, "task.N", self.N, self.V, self.min_len, self.max_len, "words",
+                          "V, min_len, max_len")
 
 
 class Depo(Task):
@@ -84,18 +85,8 @@ class Depo(Task):
         """n distinct random words as token-id tuples, in the random order they were drawn."""
         c, v = self.cfg, self.vocab
         inner, end = v["c0"], v["e0"]
-        words: list[tuple[int, ...]] = []
-        seen: set[tuple[int, ...]] = set()
-        while len(words) < n:
-            m = 2 * (n - len(words)) + 8
-            lengths = rng.integers(c.min_len, c.max_len + 1, size=m)
-            body = rng.integers(0, c.V, size=(m, c.max_len))
-            for length, row in zip(lengths.tolist(), body.tolist()):
-                word = tuple(inner + s for s in row[: length - 1]) + (end + row[-1],)
-                if word not in seen and len(words) < n:
-                    seen.add(word)
-                    words.append(word)
-        return words
+        return distinct_words(rng, n, c.min_len, c.max_len, c.V, 8,
+                              lambda length, row: (*(inner + s for s in row[: length - 1]), end + row[-1]))
 
     def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab

@@ -29,6 +29,8 @@ from playground.tasks.base import (
     Task,
     TaskConfig,
     Vocab,
+    check_word_supply,
+    distinct_words,
     rng_for,
     span_accuracy,
     teacher_forced_predictions,
@@ -70,9 +72,8 @@ class MqarConfig(TaskConfig):
               self.delimiter, "true when keys vary in length (otherwise keys are ambiguous)")
         check(self.filler_gaps in GAPS, "task.filler_gaps", self.filler_gaps, f"one of {GAPS}")
         check(self.filler_rate >= 0, "task.filler_rate", self.filler_rate, "a number >= 0")
-        distinct = sum(self.key_vocab**n for n in range(self.min_key_len, self.max_key_len + 1))
-        check(max(self.pairs) <= distinct // 2, "task.pairs", self.pairs,
-              f"at most half the {distinct} distinct keys that key_vocab and key lengths allow")
+        check_word_supply(max(self.pairs), "task.pairs", self.pairs, self.key_vocab, self.min_key_len,
+                          self.max_key_len, "keys", "key_vocab and key lengths")
         for n, length in zip(self.pairs, self.lengths):
             need = 1 + 2 * n * (self.max_key_len + int(self.delimiter) + 1)
             check(length == 0 or length >= need, "task.lengths", self.lengths,
@@ -107,17 +108,9 @@ class Mqar(Task):
 
     def _keys(self, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
         """n distinct keys (token-id tuples), drawn in bulk."""
-        c, keys, seen = self.cfg, [], set()
-        while len(keys) < n:
-            m = 2 * (n - len(keys)) + 4
-            lengths = rng.integers(c.min_key_len, c.max_key_len + 1, size=m).tolist()
-            rows = (self.vocab["k0"] + rng.integers(0, c.key_vocab, size=(m, c.max_key_len))).tolist()
-            for size, row in zip(lengths, rows):
-                key = tuple(row[:size])
-                if key not in seen and len(keys) < n:
-                    seen.add(key)
-                    keys.append(key)
-        return keys
+        c, k0 = self.cfg, self.vocab["k0"]
+        return distinct_words(rng, n, c.min_key_len, c.max_key_len, c.key_vocab, 4,
+                              lambda size, row: tuple(k0 + s for s in row[:size]))
 
     def _filler_counts(self, rng: np.random.Generator, n: int, length: int, used: int) -> list[int]:
         """Fillers before each of the pairs 1..2n-1 (none before the first)."""
