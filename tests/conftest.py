@@ -41,3 +41,14 @@ def assert_causal(model, vocab_size: int, length: int = 16, t: int = 9, seed: in
         torch.testing.assert_close(a[:, :t], b[:, :t], rtol=1e-5, atol=1e-6)
     assert not torch.allclose(a[:, t:], b[:, t:])
     return ids, a
+
+
+def assert_cached_decoding_equals_full_forward(model, vocab_size: int) -> None:
+    """A prompt, a second chunk, then one token at a time through the cache == one full forward."""
+    ids = torch.randint(0, vocab_size, (3, 20), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full = model(ids)
+        cache = model.new_cache()
+        chunks = [model(ids[:, :7], cache), model(ids[:, 7:12], cache)]
+        chunks += [model(ids[:, i : i + 1], cache) for i in range(12, 20)]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), full, rtol=1e-5, atol=1e-5)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_causal
+from conftest import assert_cached_decoding_equals_full_forward, assert_causal
 
 from playground.config import ModelConfig, compose, to_objects
 from playground.errors import ConfigError
@@ -197,13 +197,7 @@ def test_causality(name):
 @pytest.mark.parametrize("name", list(BACKBONES))
 def test_cached_decoding_equals_full_forward(name):
     model = tiny(name)
-    ids = torch.randint(0, V, (3, 20), generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        full = model(ids)
-        cache = model.new_cache()
-        chunks = [model(ids[:, :7], cache), model(ids[:, 7:12], cache)]
-        chunks += [model(ids[:, i : i + 1], cache) for i in range(12, 20)]
-    torch.testing.assert_close(torch.cat(chunks, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert_cached_decoding_equals_full_forward(model, V)
 
 
 PROMPTS = [[1, 5, 7], [1, 9, 2, 4, 4, 8, 3], [1], [1, 3, 3, 6, 2]]

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 import torch
-from conftest import assert_causal
+from conftest import assert_cached_decoding_equals_full_forward, assert_causal
 
 from playground.config import ModelConfig
 from playground.layers.canon import Canon, CanonConfig, causal_conv
@@ -40,13 +40,7 @@ def test_causality(positions, rope):
                                                 ("AC", "rope_half_heads", "gelu")])
 def test_cached_decoding_equals_full_forward(positions, rope, mlp):
     model = tiny(positions, rope, mlp, activation="silu", bias=True)
-    ids = torch.randint(0, V, (3, 20), generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        full = model(ids)
-        cache = model.new_cache()
-        chunks = [model(ids[:, :7], cache), model(ids[:, 7:12], cache)]
-        chunks += [model(ids[:, i : i + 1], cache) for i in range(12, 20)]
-    torch.testing.assert_close(torch.cat(chunks, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert_cached_decoding_equals_full_forward(model, V)
 
 
 def test_canon_matches_explicit_sum():
