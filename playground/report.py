@@ -2,7 +2,7 @@
 
     playground-report heatmap RESULTS [--agg best|mean] [--vs-paper FIG] [--out DIR]
     playground-report curves RESULTS [--match TEXT]       # accuracy per k over training steps
-    playground-report depth RESULTS                        # Brevo accuracy by dependency depth
+    playground-report depth RESULTS                        # accuracy by Brevo depth / Depo hop count k
     playground-report bars RESULTS                         # MQAR accuracy by width and variant
     playground-report capo RESULTS                         # Capo learned bits vs parameters
     playground-report table RESULTS                        # every run, one line each
@@ -138,28 +138,42 @@ def cmd_curves(args: argparse.Namespace) -> int:
     return 0
 
 
-def _by_variant(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    """Long table: best run per (panel, row, size, variant) and its columns."""
+DEPTH_METRICS = {"brevo": "metrics.acc_depth", "depo": "metrics.acc_k"}  # ...<d>: accuracy at depth / hop d
+
+
+def depth_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy by depth (Brevo: dependency depth; Depo: hop count k), one row per cell, variant
+    and depth: the mean and spread over seeds at the cell's best learning rate (by the seed mean
+    of its value, as ``bars``)."""
     frame = aggregate.annotate(frame)
-    frame = frame[frame["status"] == "finished"].copy()
-    frame["variant"] = [plots.variant_label(a, c) for a, c in zip(frame["architecture"], frame["canon"])]
-    return frame[["panel", "row", "size", "variant", "lr", "seed", "value", *columns]].rename(columns=columns)
+    frame = frame[frame["task_name"].isin(DEPTH_METRICS) & (frame["status"] == "finished")]
+    rows = []
+    for key, group in frame.groupby(aggregate.CELL_KEYS, dropna=False):
+        lr = group.groupby("lr")["value"].mean().idxmax()
+        at_lr = group[group["lr"] == lr]
+        prefix = DEPTH_METRICS[at_lr["task_name"].iloc[0]]
+        depths = sorted(int(c[len(prefix):]) for c in at_lr if c.startswith(prefix) and c[len(prefix):].isdigit())
+        for depth in depths:
+            acc = pd.to_numeric(at_lr[f"{prefix}{depth}"], errors="coerce").dropna()
+            if len(acc):
+                rows.append({**dict(zip(aggregate.CELL_KEYS, key)), "variant": plots.variant_label(key[4], key[5]),
+                             "lr": lr, "depth": depth, "acc": acc.mean(), "spread": acc.std(), "seeds": len(acc)})
+    return pd.DataFrame(rows, columns=[*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds"])
 
 
 def cmd_depth(args: argparse.Namespace) -> int:
-    frame = _runs(args)
-    frame = frame[frame["task_name"] == "brevo"]
-    depth_cols = {c: c.split("acc_depth")[1] for c in frame if str(c).startswith("metrics.acc_depth")}
-    table = _by_variant(frame, depth_cols)
-    best = table.sort_values("value", ascending=False).groupby(["panel", "row", "size", "variant"]).head(1)
-    long = best.melt(id_vars=["panel", "row", "size", "variant"], value_vars=list(depth_cols.values()),
-                     var_name="depth", value_name="acc").dropna(subset=["acc"])
+    table = depth_table(_runs(args))
+    if table.empty:
+        print("playground-report: no finished Brevo or Depo run with accuracy by depth", file=sys.stderr)
+        return 1
     out = _out(args)
-    atomic_write(out / "brevo_depth.csv", long.to_csv(index=False).encode())
-    for (panel, row, size), block in long.groupby(["panel", "row", "size"]):
-        fig = plots.bars_figure(block, "depth", "variant", "acc", f"{panel} {row} {size}", "accuracy (%)")
-        save_figure(fig, out / f"brevo_depth_{panel}_{row.replace('=', '')}_{size}.png")
-    print(f"wrote {out}/brevo_depth.csv and figures")
+    atomic_write(out / "depth.csv", table.to_csv(index=False).encode())
+    for (panel, row, size), block in table.groupby(["panel", "row", "size"]):
+        axis = "k (hops)" if block["panel"].iloc[0].startswith("depo") else "dependency depth"
+        fig = plots.bars_figure(block, "depth", "variant", "acc", f"{panel} {row} {size}: accuracy by {axis}",
+                                "accuracy (%)")
+        save_figure(fig, out / f"depth_{panel}_{row.replace('=', '')}_{size}.png")
+    print(f"wrote {out}/depth.csv and figures ({len(table)} bars)")
     return 0
 
 
@@ -207,7 +221,7 @@ def cmd_capo(args: argparse.Namespace) -> int:
 COMMANDS = {
     "heatmap": (cmd_heatmap, "3×4 heatmaps per task panel and variant (best over lr and seeds)"),
     "curves": (cmd_curves, "accuracy per k over training steps (Figure 8/16 style)"),
-    "depth": (cmd_depth, "Brevo accuracy by dependency depth (Figure 9 style)"),
+    "depth": (cmd_depth, "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds"),
     "bars": (cmd_bars, "accuracy by size and variant, mean ± spread over seeds (MQAR)"),
     "capo": (cmd_capo, "learned bits vs parameters (Capo capacity), one series per N"),
     "table": (cmd_table, "every run, one line each (and runs.csv with all its metrics)"),

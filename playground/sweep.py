@@ -145,7 +145,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time;
     returns the number of failed runs."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    free, active, failures = [g for _ in range(per_gpu) for g in range(max(gpus, 1))], {}, 0
+    devices = _device_ids(gpus)
+    free, active, failures = [d for _ in range(per_gpu) for d in devices], {}, 0
     queue = list(enumerate(runs))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -153,7 +154,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
             while queue and free:
                 index, overrides = queue.pop(0)
                 gpu = free.pop(0)
-                env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": str(gpu)} if gpus else {})}
+                env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
                 proc = subprocess.Popen([sys.executable, "-m", "playground.train", *overrides],
                                         stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -176,6 +177,19 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return failures
+
+
+def _device_ids(gpus: int) -> list[str]:
+    """The ``gpus`` device ids the runs go to: the first of those this process may see
+    (``CUDA_VISIBLE_DEVICES=2,3 playground-sweep … gpus=2`` uses GPUs 2 and 3), else 0…gpus-1."""
+    if not gpus:
+        return [""]
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not visible:
+        return [str(g) for g in range(gpus)]
+    if gpus > len(visible):
+        fail(f"gpus={gpus} is more than the {len(visible)} device(s) in CUDA_VISIBLE_DEVICES={','.join(visible)}")
+    return visible[:gpus]
 
 
 def _raise_interrupt(signum, frame):

@@ -75,6 +75,17 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
         assert len(versus[versus["panel"] == panel]) == len(cells_ref) > 0
         assert (out / f"vs_paper_fig7_{panel}.png").exists()
 
+    depth = subprocess.run([sys.executable, "-m", "playground.report", "depth", str(root)], cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert depth.returncode == 0, depth.stderr
+    table = pd.read_csv(out / "depth.csv")  # one seed: accuracy at each k of the cell's best-lr run
+    assert len(table) == 12 * 2 and set(table["depth"]) == {1, 2}
+    for bar in table.itertuples():
+        mine = [s for s in after.values() if s["size"] == bar.size and f"N={s['difficulty']['N']}" == bar.row
+                and s["lr"] == bar.lr]
+        assert len(mine) == 1 and bar.acc == pytest.approx(mine[0]["metrics"][f"acc_k{bar.depth}"])
+    assert (out / "depth_depo_K2_N8_2L64D.png").exists()
+
 
 def test_failed_runs_are_shown_as_failed(tmp_path):
     """A cell whose only runs failed is 'failed' with the reason, never a number."""
@@ -150,7 +161,20 @@ def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     assert all(list((root / name / "checkpoints").glob("*")) for name in states)
 
 
-@pytest.mark.parametrize("name", ["mqar", "mamba2_conv", "nope", "gla_canon"])
+def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
+    """A sweep started with CUDA_VISIBLE_DEVICES=2,3 sends its runs to GPUs 2 and 3 (several
+    sweeps can share one host side by side), and refuses more GPUs than it may see."""
+    from playground.sweep import _device_ids
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert _device_ids(0) == [""] and _device_ids(3) == ["0", "1", "2"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
+    assert _device_ids(2) == ["2", "3"] and _device_ids(1) == ["2"]
+    with pytest.raises(SystemExit):
+        _device_ids(3)
+
+
+@pytest.mark.parametrize("name", ["mqar", "mamba2_conv", "nope", "gla_canon", "rope_depth", "lano_canon"])
 def test_committed_mini_results_agree_with_their_runs(name):
     """results/mini: every bar is the seed mean at the best learning rate of the committed runs,
     and the sweep.yaml beside them is the sweep file as it stands."""
@@ -165,3 +189,12 @@ def test_committed_mini_results_agree_with_their_runs(name):
         assert cell["mean"] == pytest.approx(bar.value) and cell["std"] == pytest.approx(bar.spread)
         assert cell["count"] == bar.seeds == 2
     assert (folder / "sweep.yaml").read_text() == find_sweep_file(name).read_text()
+    if (folder / "depth.csv").exists():  # Depo: accuracy per k, seed mean at the cell's best lr
+        depth = pd.read_csv(folder / "depth.csv")
+        for bar in depth.itertuples():
+            cell = best.loc[(bar.row, bar.size, bar.architecture, bar.canon)]
+            at = runs_[(runs_["architecture"] == bar.architecture) & (runs_["canon"] == bar.canon)
+                       & (runs_["lr"] == bar.lr) & (runs_["row"] == bar.row) & (runs_["size"] == bar.size)]
+            assert bar.seeds == len(at) == 2 and bar.acc == pytest.approx(at[f"metrics.acc_k{bar.depth}"].mean())
+            assert at["value"].mean() == pytest.approx(cell["mean"])  # the lr the bars chose
+        assert len(depth) == len(best) * runs_.filter(regex=r"^metrics\.acc_k\d+$").shape[1]
