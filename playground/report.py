@@ -149,7 +149,10 @@ def depth_table(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame[frame["task_name"].isin(DEPTH_METRICS) & (frame["status"] == "finished")]
     rows = []
     for key, group in frame.groupby(aggregate.CELL_KEYS, dropna=False):
-        lr = group.groupby("lr")["value"].mean().idxmax()
+        by_lr = group.groupby("lr")["value"].mean().dropna()
+        if by_lr.empty:
+            continue
+        lr = by_lr.idxmax()
         at_lr = group[group["lr"] == lr]
         prefix = DEPTH_METRICS[at_lr["task_name"].iloc[0]]
         depths = sorted(int(c[len(prefix):]) for c in at_lr if c.startswith(prefix) and c[len(prefix):].isdigit())
