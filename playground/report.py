@@ -143,25 +143,26 @@ DEPTH_METRICS = {"brevo": "metrics.acc_depth", "depo": "metrics.acc_k"}  # ...<d
 
 def depth_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Accuracy by depth (Brevo: dependency depth; Depo: hop count k), one row per cell, variant
-    and depth: the mean and spread over seeds at the cell's best learning rate (by the seed mean
-    of its value, as ``bars``)."""
+    and depth: the mean and spread over seeds at the learning rate ``bars`` picks for the cell
+    (``aggregate.cells(…, "mean")``)."""
     frame = aggregate.annotate(frame)
     frame = frame[frame["task_name"].isin(DEPTH_METRICS) & (frame["status"] == "finished")]
+    columns = [*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    cells = aggregate.cells(frame, "mean")
+    keys = [*aggregate.CELL_KEYS, "lr"]
+    chosen = frame.merge(cells.loc[cells["status"] == "finished", keys], on=keys)  # each cell's runs at that lr
     rows = []
-    for key, group in frame.groupby(aggregate.CELL_KEYS, dropna=False):
-        by_lr = group.groupby("lr")["value"].mean().dropna()
-        if by_lr.empty:
-            continue
-        lr = by_lr.idxmax()
-        at_lr = group[group["lr"] == lr]
+    for key, at_lr in chosen.groupby(keys, dropna=False):
         prefix = DEPTH_METRICS[at_lr["task_name"].iloc[0]]
         depths = sorted(int(c[len(prefix):]) for c in at_lr if c.startswith(prefix) and c[len(prefix):].isdigit())
         for depth in depths:
             acc = pd.to_numeric(at_lr[f"{prefix}{depth}"], errors="coerce").dropna()
             if len(acc):
-                rows.append({**dict(zip(aggregate.CELL_KEYS, key)), "variant": plots.variant_label(key[4], key[5]),
-                             "lr": lr, "depth": depth, "acc": acc.mean(), "spread": acc.std(), "seeds": len(acc)})
-    return pd.DataFrame(rows, columns=[*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds"])
+                rows.append({**dict(zip(keys, key)), "depth": depth, "acc": acc.mean(),
+                             "spread": acc.std(), "seeds": len(acc), "variant": plots.variant_label(key[4], key[5])})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def cmd_depth(args: argparse.Namespace) -> int:
