@@ -16,8 +16,11 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from playground import runs as rundir
+from playground.errors import ConfigError
 
 SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")
+PENDING = ("running", "preempted", "interrupted")  # unfinished but resumable: not failures
+LOWER_IS_BETTER = ("kl", "mass_outside", "loss", "final_loss", "ppl")
 ROPE_NAMES = {"rope": "llama_rope", "nope": "llama_nope", "rope0.25": "llama_rope_quarter"}
 CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]
 PAPER_CSV = Path(__file__).resolve().parent.parent / "results" / "paper" / "heatmaps.csv"
@@ -94,8 +97,24 @@ def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return frame.loc[keep], problems
 
 
-def annotate(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the paper-vocabulary columns and each run's value(s) to a ``load_runs`` frame."""
+def lower_is_better(metric: str | None) -> bool:
+    """Whether the best run of a cell is the one with the lowest ``metric`` (KL, losses)."""
+    return bool(metric) and (metric in LOWER_IS_BETTER or metric.endswith("_loss"))
+
+
+def metric_column(frame: pd.DataFrame, metric: str) -> str:
+    """The column holding ``metric``: a task metric (``metrics.<metric>``) or a summary field."""
+    for column in (f"metrics.{metric}", metric):
+        if column in frame:
+            return column
+    known = sorted(c.split(".", 1)[1] for c in frame if c.startswith("metrics."))
+    raise ConfigError(f"metric={metric!r} is invalid: no run records it; the runs record {known}")
+
+
+def annotate(frame: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    """Add the paper-vocabulary columns and each run's value(s) to a ``load_runs`` frame: the
+    paper's metric (Depo: accuracy at k = K and K/2; else the task's primary metric), or
+    ``metric`` when given (``kl``, ``acc_k1``, ``final_loss``…)."""
     frame = frame.copy()
     if frame.empty:
         return frame.assign(**{k: [] for k in CELL_KEYS + ["value", "value2"]})
@@ -107,35 +126,41 @@ def annotate(frame: pd.DataFrame) -> pd.DataFrame:
     primary = pd.to_numeric(frame.get("primary"), errors="coerce")
     frame["value"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K"), errors="coerce"), primary)
     frame["value2"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K2"), errors="coerce"), np.nan)
+    if metric:
+        frame["value"], frame["value2"] = pd.to_numeric(frame[metric_column(frame, metric)], errors="coerce"), np.nan
     order = frame.groupby("panel")["row_order"].rank(method="dense").astype(int) - 1
     frame["row_index"] = order
     return frame
 
 
-def _cell(group: pd.DataFrame, agg: str) -> dict:
-    done = group[(group["status"] == "finished") & group["value"].notna()]
-    failed = group[group["status"] != "finished"]
-    out = {"n_runs": len(group), "n_finished": len(done), "n_failed": len(failed),
+def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
+    finished, pending = group["status"] == "finished", group["status"].isin(PENDING)
+    done = group[finished & group["value"].notna()]
+    failed = group[~finished & ~pending]
+    out = {"n_runs": len(group), "n_finished": len(done), "n_failed": len(failed), "n_pending": int(pending.sum()),
            "failures": "; ".join(sorted({f"{s}: {str(e)[:80]}" for s, e in zip(failed["status"],
                                                                               failed.get("error", ""))}))}
     if done.empty:
-        return {**out, "status": "failed" if len(failed) else "missing", "value": np.nan, "value2": np.nan}
-    by_lr = done.groupby("lr")["value"].agg(["mean", "std", "count", "max"])
-    best = done.sort_values(["value", "value2"], ascending=False).iloc[0]
-    lr = by_lr["mean"].idxmax() if agg == "mean" else best["lr"]
+        status = "failed" if len(failed) else "pending" if pending.any() else "missing"
+        return {**out, "status": status, "value": np.nan, "value2": np.nan}
+    by_lr = done.groupby("lr")["value"].agg(["mean", "std", "count"])
+    best = done.sort_values(["value", "value2"], ascending=lower).iloc[0]
+    lr = (by_lr["mean"].idxmin() if lower else by_lr["mean"].idxmax()) if agg == "mean" else best["lr"]
     value = by_lr.loc[lr, "mean"] if agg == "mean" else best["value"]
-    at_lr = done[done["lr"] == lr].sort_values("value", ascending=False).iloc[0]
+    at_lr = done[done["lr"] == lr].sort_values("value", ascending=lower).iloc[0]
     return {**out, "status": "finished", "value": value, "value2": at_lr["value2"],
             "spread": by_lr.loc[lr, "std"], "seeds": int(by_lr.loc[lr, "count"]), "lr": lr,
             "best_run": at_lr["run"]}
 
 
-def cells(frame: pd.DataFrame, agg: str = "best") -> pd.DataFrame:
-    """One row per heatmap cell: ``agg='best'`` (max over lr and seed) or ``'mean'`` (best lr
-    by the mean over seeds; ``spread`` is their standard deviation)."""
+def cells(frame: pd.DataFrame, agg: str = "best", lower: bool = False) -> pd.DataFrame:
+    """One row per heatmap cell: ``agg='best'`` (the best run over lr and seed) or ``'mean'``
+    (best lr by the mean over seeds; ``spread`` is their standard deviation). Best is the
+    highest value, or the lowest with ``lower`` (KL, losses). A cell whose runs are all still
+    running or preempted is ``pending``, not ``failed``."""
     if frame.empty:
         return pd.DataFrame(columns=CELL_KEYS + ["status", "value", "value2"])
-    rows = [{**dict(zip(CELL_KEYS, key)), **_cell(group, agg)}
+    rows = [{**dict(zip(CELL_KEYS, key)), **_cell(group, agg, lower)}
             for key, group in frame.groupby(CELL_KEYS, dropna=False)]
     return pd.DataFrame(rows).sort_values(["panel", "architecture", "canon", "row_index", "size"])
 

@@ -24,22 +24,25 @@ FAILED = "#bdbdbd"
 
 
 def save_figure(fig: Figure, path: Path) -> None:
+    """PNG and SVG, both byte-identical for the same figure (no date, fixed SVG id salt)."""
     for fmt in ("png", "svg"):
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=200, bbox_inches="tight",
-                    metadata={"Date": None} if fmt == "svg" else None)
+        with matplotlib.rc_context({"svg.hashsalt": "canon-playground"}):
+            fig.savefig(buf, format=fmt, dpi=200, bbox_inches="tight",
+                        metadata={"Date": None} if fmt == "svg" else None)
         atomic_write(path.with_suffix(f".{fmt}"), buf.getvalue())
 
 
-def cell_text(value: float, value2: float, status: str, depo: bool) -> str:
-    """The paper's cell format: Depo ``acc(K)/acc(K/2)%``, other tasks ``x.x%``."""
-    if status == "failed":
-        return "failed"
+def cell_text(value: float, value2: float, status: str, depo: bool, percent: bool = True) -> str:
+    """The paper's cell format: Depo ``acc(K)/acc(K/2)%``, other tasks ``x.x%``; a metric that is
+    not an accuracy (``percent=False``: KL, a loss) with 3 significant digits."""
+    if status in ("failed", "pending"):
+        return status
     if status != "finished" or np.isnan(value):
         return "—"
     if depo:
         return f"{100 * value:.0f}/{100 * value2:.0f}%"
-    return f"{100 * value:.1f}%"
+    return f"{100 * value:.1f}%" if percent else f"{value:#.3g}"
 
 
 ARCH_NAMES = {"llama_rope": "Llama(RoPE)", "llama_nope": "Llama(NoPE)", "llama_rope_quarter": "Llama(RoPE¼)",
@@ -60,18 +63,19 @@ def variant_label(architecture: str, canon: str) -> str:
     return arch if canon == "none" else f"{arch} + {canon_label(canon)}"
 
 
-def _grid(block: pd.DataFrame, rows: list[str], sizes: list[str]):
+def _grid(block: pd.DataFrame, rows: list[str], sizes: list[str], percent: bool = True):
     values = np.full((len(rows), len(sizes)), np.nan)
     texts = [["—"] * len(sizes) for _ in rows]
-    depo = block["panel"].str.contains("_K").any()
+    depo = percent and block["panel"].str.contains("_K").any()
     for _, c in block.iterrows():
         i, j = rows.index(c["row"]), sizes.index(c["size"])
         values[i, j] = c["value"] if c["status"] == "finished" else np.nan
-        texts[i][j] = cell_text(c["value"], c.get("value2", np.nan), c["status"], depo)
+        texts[i][j] = cell_text(c["value"], c.get("value2", np.nan), c["status"], depo, percent)
     return values, texts
 
 
 def _draw(ax, values, texts, rows, sizes, title: str) -> None:
+    """``values`` are shades in [0, 1] (an accuracy is its own shade); NaN is white."""
     ax.imshow(np.nan_to_num(values, nan=0.0), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
     for i in range(len(rows)):
         for j in range(len(sizes)):
@@ -86,19 +90,24 @@ def _draw(ax, values, texts, rows, sizes, title: str) -> None:
     ax.tick_params(length=0)
 
 
-def heatmap_figure(panel_cells: pd.DataFrame, title: str) -> Figure:
+def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, lower: bool = False) -> Figure:
     """One panel (task): a 3×4 heatmap per variant, side by side (rows: difficulty, columns:
-    model size), cells in the paper's format; failed cells grey, missing ones '—'."""
+    model size), cells in the paper's format; failed cells grey, missing ones '—'. Accuracies
+    shade from 0 to 100 %; another metric (``percent=False``) from the panel's worst value to
+    its best (the lowest with ``lower``), on one scale for all variants."""
     sizes = sorted(panel_cells["size"].unique(), key=size_order)
     rows = list(panel_cells.sort_values("row_index")["row"].unique())
     variants = sorted(dict.fromkeys(zip(panel_cells["architecture"], panel_cells["canon"])),
                       key=lambda v: (v[0], v[1] != "none", v[1]))
+    done = panel_cells.loc[panel_cells["status"] == "finished", "value"].astype(float)
+    lo, hi = (0.0, 1.0) if percent or done.empty else (done.min(), done.max())
     fig = Figure(figsize=(0.35 + 3.3 * len(variants) * max(len(sizes), 2) / 4, 0.9 + 0.42 * len(rows)))
     axes = fig.subplots(1, len(variants), squeeze=False)[0]
     for ax, (arch, canon) in zip(axes, variants):
         block = panel_cells[(panel_cells["architecture"] == arch) & (panel_cells["canon"] == canon)]
-        values, texts = _grid(block, rows, sizes)
-        _draw(ax, values, texts, rows, sizes, variant_label(arch, canon))
+        values, texts = _grid(block, rows, sizes, percent)
+        shade = (values - lo) / (hi - lo) if hi > lo else np.where(np.isnan(values), np.nan, 0.5)
+        _draw(ax, 1.0 - shade if lower else shade, texts, rows, sizes, variant_label(arch, canon))
     for ax in axes[1:]:
         ax.set_yticklabels([])
     fig.suptitle(title, fontsize=10)

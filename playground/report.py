@@ -1,6 +1,6 @@
 """``playground-report``: tables and figures from run directories (the only source of truth).
 
-    playground-report heatmap RESULTS [--agg best|mean] [--vs-paper FIG] [--out DIR]
+    playground-report heatmap RESULTS [--agg best|mean] [--vs-paper FIG | --metric NAME] [--out DIR]
     playground-report curves RESULTS [--match TEXT]       # accuracy per k over training steps
     playground-report depth RESULTS                        # accuracy by Brevo depth / Depo hop count k
     playground-report bars RESULTS                         # MQAR accuracy by width and variant
@@ -19,11 +19,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
 from playground import aggregate, plots
 from playground.aggregate import capo_table  # noqa: F401 - part of this module's API
+from playground.errors import ConfigError
 from playground.plots import plot_capo, save_figure  # noqa: F401
 from playground.runs import MetricsLog, atomic_write, read_json
 
@@ -82,41 +84,65 @@ def _runs(args: argparse.Namespace) -> pd.DataFrame:
     return frame
 
 
-def markdown(cells: pd.DataFrame) -> str:
-    """One markdown table per (panel, variant): rows = difficulty, columns = sizes."""
+def markdown(cells: pd.DataFrame, percent: bool = True) -> str:
+    """One markdown table per (panel, variant): rows = difficulty, columns = sizes; a cell that
+    averages several seeds shows their spread (± one standard deviation)."""
     parts = []
     for (panel, arch, canon), block in cells.groupby(["panel", "architecture", "canon"], sort=False):
         sizes = sorted(block["size"].unique(), key=aggregate.size_order)
         parts.append(f"### {panel}: {plots.variant_label(arch, canon)}\n")
         parts.append("| | " + " | ".join(sizes) + " |\n|---" * 1 + "|---" * len(sizes) + "|")
-        depo = "_K" in panel
+        depo = percent and "_K" in panel
         for row, rb in block.sort_values("row_index").groupby("row", sort=False):
-            by_size = {c["size"]: plots.cell_text(c["value"], c["value2"], c["status"], depo) for _, c in rb.iterrows()}
+            by_size = {c["size"]: plots.cell_text(c["value"], c["value2"], c["status"], depo, percent)
+                       + _spread(c, percent) for _, c in rb.iterrows()}
             parts.append(f"| {row} | " + " | ".join(by_size.get(sz, "—") for sz in sizes) + " |")
         parts.append("")
     return "\n".join(parts)
 
 
+def _spread(cell: pd.Series, percent: bool) -> str:
+    spread = cell.get("spread", np.nan)
+    if cell["status"] != "finished" or cell.get("seeds", 1) < 2 or pd.isna(spread):
+        return ""
+    if percent:
+        return f" ± {100 * spread:.1f}"
+    decimals = max(0, 2 - int(np.floor(np.log10(abs(cell["value"]))))) if cell["value"] else 3
+    return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
+
+
 def cmd_heatmap(args: argparse.Namespace) -> int:
-    frame = aggregate.annotate(_runs(args))
+    if args.metric and args.vs_paper:
+        print("playground-report: --vs-paper compares the paper's accuracies; drop --metric", file=sys.stderr)
+        return 2
+    try:
+        frame = aggregate.annotate(_runs(args), args.metric)
+    except ConfigError as err:
+        print(f"playground-report: {err}", file=sys.stderr)
+        return 2
     frame = frame[frame["task_name"].isin(["depo", "brevo", "mano", "lano", "mqar", "reverse"])]
-    cells = aggregate.cells(frame, args.agg)
-    out = _out(args)
-    atomic_write(out / "cells.csv", cells.to_csv(index=False).encode())
-    atomic_write(out / "cells.md", markdown(cells).encode())
+    lower = aggregate.lower_is_better(args.metric)
+    percent = not args.metric or "acc" in args.metric
+    cells = aggregate.cells(frame, args.agg, lower)
+    out, suffix = _out(args), f"_{args.metric}" if args.metric else ""
+    atomic_write(out / f"cells{suffix}.csv", cells.to_csv(index=False).encode())
+    atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
+    what = f"{args.metric} ({'lower' if lower else 'higher'} is better), " if args.metric else ""
     for panel, block in cells.groupby("panel"):
-        save_figure(plots.heatmap_figure(block, f"{panel} ({args.agg} over learning rates and seeds)"),
-                    out / f"heatmap_{panel}.png")
+        how = "best run over learning rates and seeds" if args.agg == "best" else "seed mean at the best learning rate"
+        title = f"{panel}: {what}{how}"
+        save_figure(plots.heatmap_figure(block, title, percent, lower), out / f"heatmap_{panel}{suffix}.png")
     if args.vs_paper:
         versus = aggregate.versus_paper(cells, args.vs_paper)
         atomic_write(out / f"vs_paper_fig{args.vs_paper}.csv", versus.to_csv(index=False).encode())
         for panel, block in versus.groupby("panel"):
             save_figure(plots.versus_figure(block, f"Figure {args.vs_paper}, {panel}: ours vs the paper"),
                         out / f"vs_paper_fig{args.vs_paper}_{panel}.png")
-    failed = int((cells["status"] == "failed").sum())
-    print(markdown(cells))
-    print(f"wrote {out}/cells.csv, cells.md and {cells['panel'].nunique()} heatmap(s)"
-          + (f"; {failed} cell(s) failed (see the failures column)" if failed else ""))
+    failed, pending = int((cells["status"] == "failed").sum()), int((cells["status"] == "pending").sum())
+    print(markdown(cells, percent))
+    print(f"wrote {out}/cells{suffix}.csv, cells{suffix}.md and {cells['panel'].nunique()} heatmap(s)"
+          + (f"; {failed} cell(s) failed (see the failures column)" if failed else "")
+          + (f"; {pending} cell(s) pending (runs not finished: rerun the sweep)" if pending else ""))
     return 0
 
 
@@ -245,6 +271,9 @@ def main(argv: list[str] | None = None) -> None:
                              help="best run over lr and seeds (the paper), or best lr by the seed mean")
             cmd.add_argument("--vs-paper", type=int, metavar="FIG",
                              help="also compare with the paper's Figure FIG (results/paper/heatmaps.csv)")
+            cmd.add_argument("--metric", metavar="NAME",
+                             help="show this metric instead of the paper's (kl, acc_k1, final_loss…; "
+                                  "kl and losses: lower is better); outputs get the suffix _NAME")
         if name == "curves":
             cmd.add_argument("--match", default="", help="only runs whose path contains this text")
             cmd.add_argument("--limit", type=int, default=12, help="at most this many runs")

@@ -107,6 +107,53 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
     assert cell["status"] == "failed" and "non-finite" in cell["failures"] and pd.isna(cell["value"])
 
 
+def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
+    """``--metric``: cells hold that metric, the lowest value wins for a loss (the highest for an
+    accuracy); a cell whose runs are all still running is 'pending', not 'failed'."""
+    import shutil
+
+    from playground.report import main
+
+    dst = tmp_path / "res"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "results" / "fig7_cpu", dst)
+    victims = [d for d in dst.iterdir() if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name]
+    for d in victims:  # killed mid-run: the summary says running and has no metrics
+        s = runs.read_json(d / "summary.json")
+        runs.write_json(d / "summary.json", {k: v for k, v in s.items() if k not in ("metrics", "final_loss")}
+                        | {"status": "running"})
+    done = {d.name: runs.read_json(d / "summary.json") for d in dst.iterdir() if d not in victims}
+    for metric, pick in (("final_loss", min), ("acc_k1", max)):
+        with pytest.raises(SystemExit) as exit_:
+            main(["heatmap", str(dst), "--metric", metric, "--out", str(tmp_path / "out")])
+        assert exit_.value.code == 0
+        cells = pd.read_csv(tmp_path / "out" / f"cells_{metric}.csv")
+        assert len(cells) == 24 and (tmp_path / "out" / f"heatmap_depo_K2_{metric}.png").exists()
+        for cell in cells.itertuples():
+            mine = [s for s in done.values() if s["size"] == cell.size and f"N={s['difficulty']['N']}" == cell.row
+                    and (s["canon"] == "ABCD") == (cell.canon == "abcd_res")]
+            if not mine:
+                assert cell.status == "pending" and cell.n_pending == 2 and cell.n_failed == 0
+                continue
+            values = [s["final_loss"] if metric == "final_loss" else s["metrics"][metric] for s in mine]
+            assert cell.status == "finished" and cell.value == pytest.approx(pick(values))
+    assert "pending" in (tmp_path / "out" / "cells_final_loss.md").read_text()
+    assert "1 cell(s) pending" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["heatmap", str(dst), "--metric", "no_such_metric", "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and "metric='no_such_metric' is invalid" in capsys.readouterr().err
+
+
+def test_report_figures_are_byte_identical(tmp_path):
+    from playground.report import main
+
+    src = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"
+    for out in ("a", "b"):
+        with pytest.raises(SystemExit):
+            main(["heatmap", str(src), "--metric", "final_loss", "--out", str(tmp_path / out)])
+    for name in ("heatmap_depo_K2_final_loss.svg", "heatmap_depo_K2_final_loss.png", "cells_final_loss.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
 def test_report_refuses_tampered_runs(tmp_path, capsys):
     import shutil
 
@@ -198,3 +245,32 @@ def test_committed_mini_results_agree_with_their_runs(name):
             assert bar.seeds == len(at) == 2 and bar.acc == pytest.approx(at[f"metrics.acc_k{bar.depth}"].mean())
             assert at["value"].mean() == pytest.approx(cell["mean"])  # the lr the bars chose
         assert len(depth) == len(best) * runs_.filter(regex=r"^metrics\.acc_k\d+$").shape[1]
+
+
+def test_committed_mini_heatmap_agrees_with_its_runs():
+    """results/mini/fig7_lano: every heatmap cell (generation accuracy, and KL where the lowest
+    wins) is the seed mean at the best learning rate of the committed runs; a cell without a
+    finished run is pending, with its runs listed as running."""
+    folder = Path(__file__).resolve().parent.parent / "results" / "mini" / "fig7_lano"
+    runs_ = pd.read_csv(folder / "runs.csv")
+    assert set(runs_["status"]) <= {"finished", "running"}
+    done = runs_[runs_["status"] == "finished"]
+    keys = ["row", "size", "architecture", "canon"]
+    for table, column, lower in (("cells.csv", "value", False), ("cells_kl.csv", "metrics.kl", True)):
+        cells = pd.read_csv(folder / table)
+        assert len(cells) == 24
+        for cell in cells.itertuples():
+            mine = done[(done[keys] == [cell.row, cell.size, cell.architecture, cell.canon]).all(axis=1)]
+            if mine.empty:
+                assert cell.status == "pending" and cell.n_pending > 0
+                continue
+            per_lr = mine.groupby("lr")[column].agg(["mean", "std", "count"])
+            best = per_lr.loc[per_lr["mean"].idxmin() if lower else per_lr["mean"].idxmax()]
+            assert cell.status == "finished" and cell.value == pytest.approx(best["mean"])
+            assert cell.seeds == best["count"] and (pd.isna(cell.spread) if best["count"] == 1
+                                                    else cell.spread == pytest.approx(best["std"]))
+    versus = pd.read_csv(folder / "vs_paper_fig7_lano.csv")
+    ours = pd.read_csv(folder / "cells.csv").set_index(["row", "size", "canon"])["value"]
+    for row in versus.itertuples():
+        assert row.value_ours == pytest.approx(ours[(row.row_paper, row.size, row.canon)], nan_ok=True)
+    assert (folder / "sweep.yaml").read_text() == find_sweep_file("fig7").read_text()
