@@ -102,6 +102,11 @@ def lower_is_better(metric: str | None) -> bool:
     return bool(metric) and (metric in LOWER_IS_BETTER or metric.endswith("_loss"))
 
 
+def is_accuracy(metric: str | None) -> bool:
+    """Whether ``metric`` (None: the paper's) is an accuracy, shown in percent on a 0–100 % scale."""
+    return not metric or "acc" in metric
+
+
 def metric_column(frame: pd.DataFrame, metric: str) -> str:
     """The column holding ``metric``: a task metric (``metrics.<metric>``) or a summary field."""
     for column in (f"metrics.{metric}", metric):
@@ -122,12 +127,13 @@ def annotate(frame: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     frame["panel"], frame["row"], frame["row_order"] = named[0], named[1], named[2]
     frame["architecture"] = frame.apply(architecture, axis=1)
     frame["canon"] = frame.apply(canon_id, axis=1)
-    is_depo = frame["task_name"] == "depo"
-    primary = pd.to_numeric(frame.get("primary"), errors="coerce")
-    frame["value"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K"), errors="coerce"), primary)
-    frame["value2"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K2"), errors="coerce"), np.nan)
     if metric:
         frame["value"], frame["value2"] = pd.to_numeric(frame[metric_column(frame, metric)], errors="coerce"), np.nan
+    else:
+        is_depo = frame["task_name"] == "depo"
+        primary = pd.to_numeric(frame.get("primary"), errors="coerce")
+        frame["value"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K"), errors="coerce"), primary)
+        frame["value2"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K2"), errors="coerce"), np.nan)
     order = frame.groupby("panel")["row_order"].rank(method="dense").astype(int) - 1
     frame["row_index"] = order
     return frame

@@ -122,16 +122,16 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         return 2
     frame = frame[frame["task_name"].isin(["depo", "brevo", "mano", "lano", "mqar", "reverse"])]
     lower = aggregate.lower_is_better(args.metric)
-    percent = not args.metric or "acc" in args.metric
+    percent = aggregate.is_accuracy(args.metric)
     cells = aggregate.cells(frame, args.agg, lower)
     out, suffix = _out(args), f"_{args.metric}" if args.metric else ""
     atomic_write(out / f"cells{suffix}.csv", cells.to_csv(index=False).encode())
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
     what = f"{args.metric} ({'lower' if lower else 'higher'} is better), " if args.metric else ""
+    how = "best run over learning rates and seeds" if args.agg == "best" else "seed mean at the best learning rate"
     for panel, block in cells.groupby("panel"):
-        how = "best run over learning rates and seeds" if args.agg == "best" else "seed mean at the best learning rate"
-        title = f"{panel}: {what}{how}"
-        save_figure(plots.heatmap_figure(block, title, percent, lower), out / f"heatmap_{panel}{suffix}.png")
+        save_figure(plots.heatmap_figure(block, f"{panel}: {what}{how}", percent, lower),
+                    out / f"heatmap_{panel}{suffix}.png")
     if args.vs_paper:
         versus = aggregate.versus_paper(cells, args.vs_paper)
         atomic_write(out / f"vs_paper_fig{args.vs_paper}.csv", versus.to_csv(index=False).encode())

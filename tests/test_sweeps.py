@@ -24,6 +24,23 @@ SWEEP = [sys.executable, "-m", "playground.sweep", "fig7", "scale=cpu", "panels=
          "variants=llama_rope_canon", "train.steps=6", "train.log_every=3", "task.eval_size=16"]
 
 
+FIXTURE = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"  # a finished CPU fig7 panel
+
+
+def copy_fixture(tmp_path: Path, **cut) -> tuple[Path, list[Path]]:
+    """A copy of FIXTURE; with ``cut``, the runs of one cell (2L64D, N=8, Canon-ABCD) get their
+    summary's metrics and final loss removed and ``cut`` (status, error) written instead."""
+    import shutil
+
+    dst = tmp_path / "res"
+    shutil.copytree(FIXTURE, dst)
+    victims = [d for d in dst.iterdir() if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name] if cut else []
+    for d in victims:
+        s = runs.read_json(d / "summary.json")
+        runs.write_json(d / "summary.json", {k: v for k, v in s.items() if k not in ("metrics", "final_loss")} | cut)
+    return dst, victims
+
+
 def summaries(root: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in root.rglob("summary.json")}
 
@@ -92,16 +109,7 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
     from playground.aggregate import annotate, cells
     from playground.report import load_runs
 
-    src = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"
-    dst = tmp_path / "res"
-    import shutil
-
-    shutil.copytree(src, dst)
-    victims = [d for d in dst.iterdir() if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name]
-    for d in victims:
-        s = runs.read_json(d / "summary.json")
-        runs.write_json(d / "summary.json", {**{k: v for k, v in s.items() if k != "metrics"},
-                                             "status": "diverged", "error": "Diverged: non-finite loss"})
+    dst, _ = copy_fixture(tmp_path, status="diverged", error="Diverged: non-finite loss")
     table = cells(annotate(load_runs(dst)))
     cell = table[(table["size"] == "2L64D") & (table["row"] == "N=8") & (table["canon"] == "abcd_res")].iloc[0]
     assert cell["status"] == "failed" and "non-finite" in cell["failures"] and pd.isna(cell["value"])
@@ -110,17 +118,9 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
 def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     """``--metric``: cells hold that metric, the lowest value wins for a loss (the highest for an
     accuracy); a cell whose runs are all still running is 'pending', not 'failed'."""
-    import shutil
-
     from playground.report import main
 
-    dst = tmp_path / "res"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "results" / "fig7_cpu", dst)
-    victims = [d for d in dst.iterdir() if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name]
-    for d in victims:  # killed mid-run: the summary says running and has no metrics
-        s = runs.read_json(d / "summary.json")
-        runs.write_json(d / "summary.json", {k: v for k, v in s.items() if k not in ("metrics", "final_loss")}
-                        | {"status": "running"})
+    dst, victims = copy_fixture(tmp_path, status="running")  # killed mid-run: no metrics yet
     done = {d.name: runs.read_json(d / "summary.json") for d in dst.iterdir() if d not in victims}
     for metric, pick in (("final_loss", min), ("acc_k1", max)):
         with pytest.raises(SystemExit) as exit_:
@@ -146,21 +146,17 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
 def test_report_figures_are_byte_identical(tmp_path):
     from playground.report import main
 
-    src = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"
     for out in ("a", "b"):
         with pytest.raises(SystemExit):
-            main(["heatmap", str(src), "--metric", "final_loss", "--out", str(tmp_path / out)])
+            main(["heatmap", str(FIXTURE), "--metric", "final_loss", "--out", str(tmp_path / out)])
     for name in ("heatmap_depo_K2_final_loss.svg", "heatmap_depo_K2_final_loss.png", "cells_final_loss.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
 def test_report_refuses_tampered_runs(tmp_path, capsys):
-    import shutil
-
     from playground.report import main
 
-    dst = tmp_path / "res"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "results" / "fig7_cpu", dst)
+    dst, _ = copy_fixture(tmp_path)
     victim = next(dst.iterdir())
     cfg = (victim / "config.yaml").read_text()
     (victim / "config.yaml").write_text(cfg.replace("lr: 0.", "lr: 0.0"))  # config no longer matches
