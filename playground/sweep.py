@@ -10,7 +10,8 @@ A sweep file names its grid: ``rows`` per scale (task and difficulty, with that 
 zipped), ``variants`` (named architecture/Canon settings, zipped) and ``grid`` (crossed: sizes,
 learning rates, seeds). Every run lands in ``results/<name>_<scale>/<run_name>/``; a rerun skips
 finished runs and resumes interrupted ones. Other ``key=value`` arguments go to every run; one
-that names a grid axis (``seed=0,1``, ``size=8L512D``) replaces that axis instead.
+that names a grid axis (``seed=0,1``, ``size=8L512D``) replaces that axis instead. The local
+launcher starts the costliest runs first, so that a sweep of mixed sizes ends with its slots full.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     log_dir.mkdir(parents=True, exist_ok=True)
     devices = _device_ids(gpus)
     free, active, failures = [d for _ in range(per_gpu) for d in devices], {}, 0
-    queue = list(enumerate(runs))
+    queue = [(i, runs[i]) for i in longest_first(runs)] if len(runs) > len(free) else list(enumerate(runs))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
@@ -177,6 +178,20 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return failures
+
+
+def longest_first(runs: list[list[str]]) -> list[int]:
+    """The runs' indices, costliest first (layers × width² × training tokens of each composed
+    config; ties keep the sweep's order). With more runs than slots, starting the long runs first
+    keeps every slot busy to the end instead of leaving the longest runs alone at the tail."""
+    from playground.config import compose
+
+    def cost(overrides: list[str]) -> int:
+        c = compose(overrides)
+        return c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size * c.task.context
+
+    costs = [cost(r) for r in runs]
+    return sorted(range(len(runs)), key=lambda i: -costs[i])
 
 
 def _device_ids(gpus: int) -> list[str]:

@@ -204,6 +204,22 @@ def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     assert all(list((root / name / "checkpoints").glob("*")) for name in states)
 
 
+def test_local_launcher_starts_the_costliest_runs_first():
+    """fig7's Lano panel: the 12L768D runs at context 1536 first, the 8L512D cfg3f runs last; runs
+    of equal cost keep the sweep's order."""
+    from playground.sweep import find_sweep_file, load_sweep, longest_first
+
+    runs = load_sweep(find_sweep_file("fig7"), "mini", "lano", ["train.lr=5e-4", "seed=0,1"],
+                     "llama_rope,llama_rope_canon").runs()
+    order = longest_first(runs)
+    assert sorted(order) == list(range(len(runs))) == list(range(48))
+    first, last = " ".join(runs[order[0]]), " ".join(runs[order[-1]])
+    assert "size=12L768D" in first and "task=cfg3f" not in first
+    assert "size=8L512D" in last and "task=cfg3f" in last
+    ties = [i for i in order if runs[i][:-3] == runs[order[0]][:-3]]  # same run but for lr, seed
+    assert ties == sorted(ties)
+
+
 def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
     """A sweep started with CUDA_VISIBLE_DEVICES=2,3 sends its runs to GPUs 2 and 3 (several
     sweeps can share one host side by side), and refuses more GPUs than it may see."""
