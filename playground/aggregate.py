@@ -20,7 +20,7 @@ from playground.errors import ConfigError
 
 SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")
 PENDING = ("running", "preempted", "interrupted")  # unfinished but resumable: not failures
-LOWER_IS_BETTER = ("kl", "mass_outside", "loss", "final_loss", "ppl")
+LOWER_IS_BETTER = ("kl", "mass_outside", "loss", "ppl")  # and every *_loss
 ROPE_NAMES = {"rope": "llama_rope", "nope": "llama_nope", "rope0.25": "llama_rope_quarter"}
 CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]
 PAPER_CSV = Path(__file__).resolve().parent.parent / "results" / "paper" / "heatmaps.csv"

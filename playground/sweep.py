@@ -191,7 +191,7 @@ def longest_first(runs: list[list[str]]) -> list[int]:
         return c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size * c.task.context
 
     costs = [cost(r) for r in runs]
-    return sorted(range(len(runs)), key=lambda i: -costs[i])
+    return sorted(range(len(runs)), key=costs.__getitem__, reverse=True)  # stable: ties keep order
 
 
 def _device_ids(gpus: int) -> list[str]:
