@@ -17,7 +17,7 @@ import torch
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
-from playground.device import pick_device
+from playground.device import pick_device, use_deterministic_kernels
 from playground.tasks import build_task
 from playground.trainer import make_optimizer, train_step
 
@@ -63,6 +63,8 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     from playground.model import build_model
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
+    if cfg.train.deterministic:  # process-wide: in --compare, put such configs last
+        use_deterministic_kernels()
     device = pick_device(cfg.train.device)
     task = build_task(cfg.task)
     model = build_model(cfg.model, len(task.vocab), seed=cfg.seed).to(device)
@@ -86,6 +88,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     return {"overrides": overrides, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "step_s": seconds, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
             "mfu": flops / peak if peak else None, "data": data, "compile": t.compile,
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "params": model.param_counts()["total"]}
 
@@ -140,6 +143,8 @@ def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64
     from playground.model import build_model
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
+    if cfg.train.deterministic:  # process-wide: in --compare, put such configs last
+        use_deterministic_kernels()
     device = pick_device(cfg.train.device)
     task = build_task(cfg.task)
     model = build_model(cfg.model, len(task.vocab), seed=0).to(device).eval()

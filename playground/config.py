@@ -87,6 +87,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
+    deterministic: bool = False  # CUDA: deterministic kernels only, for bitwise-repeatable runs (slower)
 
     def __post_init__(self) -> None:
         check(self.steps >= 0, "train.steps", self.steps, "an integer >= 0 (0 = set by the task)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 
@@ -18,3 +20,16 @@ def autocast_for(device: torch.device, dtype: str = "auto"):
     """bf16 autocast for ``dtype="bfloat16"``, or ``"auto"`` on CUDA; otherwise a no-op."""
     enabled = dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def use_deterministic_kernels() -> None:
+    """Make this process's CUDA runs repeat bit for bit (``train.deterministic=true``): PyTorch's
+    deterministic kernels only (an op without one raises, naming itself), cuBLAS with a fixed
+    workspace, no cuDNN autotuning, and Inductor without on-device benchmarking. Call before
+    the first CUDA operation. CPU runs repeat without it. Process-wide and not undone."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    import torch._inductor.config as inductor  # noqa: PLC0415 - loaded only when asked for
+
+    inductor.deterministic = True

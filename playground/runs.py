@@ -147,9 +147,11 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
     return None
 
 
-# Keys that may differ between a run and its resumption: they do not change the numbers.
+# Keys that may differ between a run and its resumption: they do not change what is computed
+# (the device and train.deterministic change how, so the last bits may differ).
 VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "wandb", "train.progress", "train.resume",
-            "train.device", "train.eval_batch_size", "data.num_workers", "data.prefetch")
+            "train.device", "train.deterministic", "train.eval_batch_size", "data.num_workers",
+            "data.prefetch")
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:

@@ -126,7 +126,8 @@ def run(dcfg: DictConfig) -> dict:
     try:
         trainer = Trainer(cfg)
         base.update(describe(cfg, trainer.model), device=str(trainer.device),
-                    world_size=distributed.world()[1])
+                    world_size=distributed.world()[1],
+                    deterministic=torch.are_deterministic_algorithms_enabled())
         if main:
             runs.write_json(summary_path, {**base, "status": "running"})
         metrics = train_with_mirror(trainer, cfg, container)

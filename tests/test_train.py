@@ -53,6 +53,20 @@ def test_finished_run_is_skipped_and_changed_config_refused(make_cfg):
         run(make_cfg(*TINY, "train.steps=3", "task.V=9"))
 
 
+def test_deterministic_kernels_run_everything_and_change_nothing_on_cpu(tmp_path):
+    """train.deterministic=true trains and evaluates under PyTorch's deterministic-only mode (an op
+    without a deterministic kernel would raise), records it, and on CPU logs exactly the losses
+    of a normal run. Subprocesses: the mode is process-wide."""
+    cmd = [sys.executable, "-m", "playground.train", "wandb.mode=disabled", "train.progress=false",
+           "train.device=cpu", *TINY, "train.steps=6", "train.eval_every=3", "canon=ABCD"]
+    for name in ("false", "true"):
+        subprocess.run([*cmd, f"train.deterministic={name}", f"out_dir={tmp_path / name}"],
+                       check=True, capture_output=True, timeout=300)
+        assert runs.read_json(tmp_path / name / "summary.json")["deterministic"] is (name == "true")
+    assert len(losses(tmp_path / "true")) == 6
+    assert losses(tmp_path / "true") == losses(tmp_path / "false")
+
+
 def test_gradient_accumulation_matches_full_batch(make_cfg):
     a = run(make_cfg(*TINY, "train.steps=4", run="full"))
     b = run(make_cfg(*TINY, "train.steps=4", "train.micro_batch_size=2", run="micro"))
