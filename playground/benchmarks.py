@@ -17,7 +17,7 @@ import torch
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
-from playground.device import pick_device, use_deterministic_kernels
+from playground.device import device_for
 from playground.tasks import build_task
 from playground.trainer import make_optimizer, train_step
 
@@ -63,9 +63,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     from playground.model import build_model
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
-    if cfg.train.deterministic:  # process-wide: in --compare, put such configs last
-        use_deterministic_kernels()
-    device = pick_device(cfg.train.device)
+    device = device_for(cfg.train)
     task = build_task(cfg.task)
     model = build_model(cfg.model, len(task.vocab), seed=cfg.seed).to(device)
     step_fn = torch.compile(model) if cfg.train.compile else model
@@ -143,9 +141,7 @@ def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64
     from playground.model import build_model
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
-    if cfg.train.deterministic:  # process-wide: in --compare, put such configs last
-        use_deterministic_kernels()
-    device = pick_device(cfg.train.device)
+    device = device_for(cfg.train)
     task = build_task(cfg.task)
     model = build_model(cfg.model, len(task.vocab), seed=0).to(device).eval()
     examples = [task.example("eval", i) for i in range(count)]

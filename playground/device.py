@@ -16,6 +16,15 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def device_for(train) -> torch.device:
+    """The device of a ``TrainConfig`` (``train.device``), deterministic kernels switched on first
+    when ``train.deterministic`` (process-wide, so in ``playground-bench --compare`` such configs
+    go last)."""
+    if train.deterministic:
+        use_deterministic_kernels()
+    return pick_device(train.device)
+
+
 def autocast_for(device: torch.device, dtype: str = "auto"):
     """bf16 autocast for ``dtype="bfloat16"``, or ``"auto"`` on CUDA; otherwise a no-op."""
     enabled = dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
@@ -30,6 +39,6 @@ def use_deterministic_kernels() -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.benchmark = False
-    import torch._inductor.config as inductor  # noqa: PLC0415 - loaded only when asked for
+    import torch._inductor.config as inductor  # loaded only when asked for
 
     inductor.deterministic = True

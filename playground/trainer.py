@@ -27,7 +27,7 @@ from playground import distributed, runs
 from playground.config import Config, TrainConfig
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
-from playground.device import autocast_for, pick_device, use_deterministic_kernels
+from playground.device import autocast_for, device_for
 from playground.errors import ConfigError
 from playground.model import LM, build_model
 from playground.tasks import Task, build_task
@@ -115,9 +115,7 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
 class Trainer:
     def __init__(self, cfg: Config):
         self.cfg, self.out = cfg, Path(cfg.out_dir)
-        if cfg.train.deterministic:
-            use_deterministic_kernels()
-        self.device = distributed.setup(pick_device(cfg.train.device))
+        self.device = distributed.setup(device_for(cfg.train))
         if self.device.type == "cuda":  # few CPU ops here: leave the cores to the loader workers
             torch.set_num_threads(max(1, min(4, (os.cpu_count() or 1) - cfg.data.num_workers)))
         self.main = distributed.is_main()
