@@ -73,7 +73,8 @@ def _train_losses(out, *overrides: str) -> list[float]:
     cmd = [sys.executable, "-m", "playground.train", "wandb.mode=disabled", "train.progress=false",
            "train.device=cuda", "size=2L128D", "task.context=256", "train.batch_size=16", "train.steps=30",
            "train.log_every=1", "train.eval_every=0", "train.warmup_steps=2", f"out_dir={out}", *overrides]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
     return [r["loss"] for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "train"]
 
 
