@@ -115,11 +115,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     if args.metric and args.vs_paper:
         print("playground-report: --vs-paper compares the paper's accuracies; drop --metric", file=sys.stderr)
         return 2
-    try:
-        frame = aggregate.annotate(_runs(args), args.metric)
-    except ConfigError as err:
-        print(f"playground-report: {err}", file=sys.stderr)
-        return 2
+    frame = aggregate.annotate(_runs(args), args.metric)
     frame = frame[frame["task_name"].isin(["depo", "brevo", "mano", "lano", "mqar", "reverse"])]
     lower = aggregate.lower_is_better(args.metric)
     percent = aggregate.is_accuracy(args.metric)
@@ -278,7 +274,12 @@ def main(argv: list[str] | None = None) -> None:
             cmd.add_argument("--match", default="", help="only runs whose path contains this text")
             cmd.add_argument("--limit", type=int, default=12, help="at most this many runs")
     args = parser.parse_args(argv)
-    raise SystemExit(args.func(args))
+    try:
+        code = args.func(args)
+    except ConfigError as err:  # a bad argument found in the runs (e.g. --metric no run records)
+        print(f"playground-report: {err}", file=sys.stderr)
+        code = 2
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":
