@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from playground.device import autocast_for
+from playground.run.device import autocast_for
 
 
 @dataclass

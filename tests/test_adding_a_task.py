@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 
 import playground
-from playground import runs
-from playground.evaluate import evaluate_run
+from playground.run import rundir as runs
+from playground.run.evaluate import evaluate_run
+from playground.run.train import run
 from playground.tasks import TASKS
-from playground.train import run
 
 ROOT = Path(playground.__file__).resolve().parent
 

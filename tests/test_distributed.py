@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from playground import runs
+from playground.run import rundir as runs
 
 ARGS = ["wandb.mode=disabled", "train.progress=false", "train.device=cpu", "task.N=8", "task.V=8",
         "task.context=96", "task.eval_size=16", "size=2L64D", "train.batch_size=8", "train.steps=8",
@@ -23,10 +23,10 @@ def losses(out):
 def test_two_processes_match_one(tmp_path, micro):
     one, two = tmp_path / "one", tmp_path / "two"
     extra = [f"train.micro_batch_size={micro}"]
-    subprocess.run([sys.executable, "-m", "playground.train", *ARGS, *extra, f"out_dir={one}"],
+    subprocess.run([sys.executable, "-m", "playground.run.train", *ARGS, *extra, f"out_dir={one}"],
                    check=True, capture_output=True)
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           "-m", "playground.train", *ARGS, *extra, f"out_dir={two}"],
+                           "-m", "playground.run.train", *ARGS, *extra, f"out_dir={two}"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert runs.read_json(two / "summary.json")["world_size"] == 2
@@ -38,6 +38,6 @@ def test_two_processes_match_one(tmp_path, micro):
 
 def test_batch_not_divisible_by_world_size_is_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           "-m", "playground.train", *ARGS, "train.batch_size=5", "train.micro_batch_size=0",
+                           "-m", "playground.run.train", *ARGS, "train.batch_size=5", "train.micro_batch_size=0",
                            f"out_dir={tmp_path / 'bad'}"], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "train.batch_size" in proc.stderr + proc.stdout

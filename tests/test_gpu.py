@@ -8,12 +8,12 @@ import sys
 import pytest
 import torch
 
-from playground import runs
 from playground.config import ModelConfig
 from playground.layers.canon import Canon, CanonConfig
 from playground.mixers.attention import AttentionConfig
 from playground.model import build_model
-from playground.train import run
+from playground.run import rundir as runs
+from playground.run.train import run
 
 pytestmark = [
     pytest.mark.gpu,
@@ -70,7 +70,7 @@ def test_tiny_run_trains_on_cuda(make_cfg):
 
 
 def _train_losses(out, *overrides: str) -> list[float]:
-    cmd = [sys.executable, "-m", "playground.train", "wandb.mode=disabled", "train.progress=false",
+    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled", "train.progress=false",
            "train.device=cuda", "size=2L128D", "task.context=256", "train.batch_size=16", "train.steps=30",
            "train.log_every=1", "train.eval_every=0", "train.warmup_steps=2", f"out_dir={out}", *overrides]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

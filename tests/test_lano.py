@@ -16,11 +16,11 @@ from nltk import Tree as NTree
 from test_grammar_oracle import nltk_accepts_and_count
 from torch import nn
 
-from playground import runs
 from playground.errors import ConfigError
 from playground.grammar import load_grammar, next_symbol_probs, random_grammar
 from playground.layers.seq import Cache
-from playground.train import run
+from playground.run import rundir as runs
+from playground.run.train import run
 
 PRESETS = ["cfg3f", "cfg3j", "cfg3k"]
 DATA = Path(__file__).parents[1] / "playground" / "grammar" / "data"  # the JSON files, read raw

@@ -15,14 +15,15 @@ from conftest import assert_cached_decoding_equals_full_forward, assert_causal
 
 from playground.config import ModelConfig, compose, to_objects
 from playground.errors import ConfigError
+from playground.kernels import adapters as fast
 from playground.layers.canon import CanonConfig
 from playground.layers.mlp import swiglu_width
-from playground.mixers import fast, scan
+from playground.mixers import scan
 from playground.mixers.attention import AttentionConfig
 from playground.mixers.gla import GLAConfig
 from playground.mixers.mamba2 import Mamba2Config
 from playground.model import build_model
-from playground.train import run
+from playground.run.train import run
 
 V = 23
 F64 = torch.float64
@@ -411,7 +412,7 @@ TINY_RUN = ["task.N=8", "task.V=8", "task.context=96", "task.eval_size=32", "siz
     ["model=mamba2_mlp", "mixer=mamba2_canon_ab", "canon=none", "model.mixer.chunk=16"],
 ])
 def test_tiny_depo_run_learns(make_cfg, tmp_path, backbone):
-    from playground import runs
+    from playground.run import rundir as runs
 
     run(make_cfg(*TINY_RUN, *backbone))
     log = [r["loss"] for r in runs.MetricsLog(tmp_path / "run" / "metrics.jsonl").records()
@@ -421,7 +422,7 @@ def test_tiny_depo_run_learns(make_cfg, tmp_path, backbone):
 
 
 def test_bench_params_prints_the_table(capsys):
-    from playground.bench import main
+    from playground.bench.cli import main
 
     main(["params", "--vocab", "112", "--sizes", "8L512D"])
     out = capsys.readouterr().out

@@ -17,8 +17,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from playground.kernels import adapters as fast
 from playground.layers.canon import CanonConfig
-from playground.mixers import fast, scan
+from playground.mixers import scan
 from playground.mixers.gla import GLA, GLAConfig
 from playground.mixers.mamba2 import Mamba2, Mamba2Config
 

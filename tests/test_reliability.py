@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from playground import runs
 from playground.config import compose, to_objects
 from playground.errors import ConfigError
+from playground.run import rundir as runs
 
 TINY = ["wandb.mode=disabled", "train.progress=false", "train.device=cpu", "task.N=8", "task.V=8",
         "task.context=96", "task.eval_size=16", "size=2L64D", "train.batch_size=8",
@@ -25,7 +25,7 @@ STEPS = 60
 
 
 def cmd(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "playground.train", *TINY, f"train.steps={STEPS}", f"out_dir={out}", *extra]
+    return [sys.executable, "-m", "playground.run.train", *TINY, f"train.steps={STEPS}", f"out_dir={out}", *extra]
 
 
 def records(out: Path) -> list[dict]:
@@ -118,7 +118,7 @@ def test_sweep_isolates_crash_divergence_and_invalid_points(tmp_path):
     for name, body in points.items():
         (conf / f"{name}.yaml").write_text(f"# @package _global_\nrun_name: {name}\n{body}\n")
     base = [o for o in TINY if not o.startswith("train.device")]  # the crash point sets it
-    proc = subprocess.run([sys.executable, "-m", "playground.train", "-m", *base, "train.steps=12",
+    proc = subprocess.run([sys.executable, "-m", "playground.run.train", "-m", *base, "train.steps=12",
                            "train.ckpt_every=6", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
                            "sweep=faults", "+fault=fine,crash,diverge,invalid"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)

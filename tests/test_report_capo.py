@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from playground import runs
-from playground.report import capo_table, load_runs, main, plot_capo
-from playground.train import run
+from playground.report.cli import capo_table, load_runs, main, plot_capo
+from playground.run import rundir as runs
+from playground.run.train import run
 
 # (N, size, lr, params, bits): N=1000 2-2 has two learning rates, the better one must win
 CAPO = [(100, "capo/1-1", 1e-3, 1.2e5, 1.5e3), (100, "capo/2-2", 1e-3, 4.0e5, 3.0e3),

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from playground import runs
-from playground.aggregate import PAPER_CSV
-from playground.sweep import find_sweep_file, load_sweep
+from playground.report.cells import PAPER_CSV
+from playground.run import rundir as runs
+from playground.sweep.launch import find_sweep_file, load_sweep
 
-SWEEP = [sys.executable, "-m", "playground.sweep", "fig7", "scale=cpu", "panels=depo1_K8",
+SWEEP = [sys.executable, "-m", "playground.sweep.launch", "fig7", "scale=cpu", "panels=depo1_K8",
          "variants=llama_rope_canon", "train.steps=6", "train.log_every=3", "task.eval_size=16"]
 
 
@@ -70,7 +70,7 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     assert len(after) == 24 and all(s["status"] == "finished" for s in after.values())
     assert all(after[k]["finished"] == t for k, t in before.items())  # finished runs were skipped
 
-    report = subprocess.run([sys.executable, "-m", "playground.report", "heatmap", str(root), "--vs-paper", "7"],
+    report = subprocess.run([sys.executable, "-m", "playground.report.cli", "heatmap", str(root), "--vs-paper", "7"],
                             cwd=tmp_path, capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     out = root / "report"
@@ -92,7 +92,7 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
         assert len(versus[versus["panel"] == panel]) == len(cells_ref) > 0
         assert (out / f"vs_paper_fig7_{panel}.png").exists()
 
-    depth = subprocess.run([sys.executable, "-m", "playground.report", "depth", str(root)], cwd=tmp_path,
+    depth = subprocess.run([sys.executable, "-m", "playground.report.cli", "depth", str(root)], cwd=tmp_path,
                            capture_output=True, text=True)
     assert depth.returncode == 0, depth.stderr
     table = pd.read_csv(out / "depth.csv")  # one seed: accuracy at each k of the cell's best-lr run
@@ -106,8 +106,8 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
 
 def test_failed_runs_are_shown_as_failed(tmp_path):
     """A cell whose only runs failed is 'failed' with the reason, never a number."""
-    from playground.aggregate import annotate, cells
-    from playground.report import load_runs
+    from playground.report.cells import annotate, cells
+    from playground.report.cli import load_runs
 
     dst, _ = copy_fixture(tmp_path, status="diverged", error="Diverged: non-finite loss")
     table = cells(annotate(load_runs(dst)))
@@ -118,7 +118,7 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
 def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     """``--metric``: cells hold that metric, the lowest value wins for a loss (the highest for an
     accuracy); a cell whose runs are all still running is 'pending', not 'failed'."""
-    from playground.report import main
+    from playground.report.cli import main
 
     dst, victims = copy_fixture(tmp_path, status="running")  # killed mid-run: no metrics yet
     done = {d.name: runs.read_json(d / "summary.json") for d in dst.iterdir() if d not in victims}
@@ -144,7 +144,7 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
 
 
 def test_report_figures_are_byte_identical(tmp_path):
-    from playground.report import main
+    from playground.report.cli import main
 
     for out in ("a", "b"):
         with pytest.raises(SystemExit):
@@ -154,7 +154,7 @@ def test_report_figures_are_byte_identical(tmp_path):
 
 
 def test_report_refuses_tampered_runs(tmp_path, capsys):
-    from playground.report import main
+    from playground.report.cli import main
 
     dst, _ = copy_fixture(tmp_path)
     victim = next(dst.iterdir())
@@ -187,7 +187,7 @@ def test_extra_argument_replaces_a_grid_axis():
 def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     """per_gpu=2 runs both runs at once; SIGTERM to the sweep alone reaches every run, which
     checkpoints as preempted (resumable)."""
-    cmd = [sys.executable, "-m", "playground.sweep", "nope", "scale=cpu", "launcher=local", "per_gpu=2",
+    cmd = [sys.executable, "-m", "playground.sweep.launch", "nope", "scale=cpu", "launcher=local", "per_gpu=2",
            "train.log_every=1", "train.ckpt_every=100000"]
     proc = subprocess.Popen([*cmd, "train.steps=100000"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -207,7 +207,7 @@ def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
 def test_local_launcher_starts_the_costliest_runs_first():
     """fig7's Lano panel: the 12L768D runs at context 1536 first, the 8L512D cfg3f runs last; runs
     of equal cost keep the sweep's order."""
-    from playground.sweep import find_sweep_file, load_sweep, longest_first
+    from playground.sweep.launch import find_sweep_file, load_sweep, longest_first
 
     runs = load_sweep(find_sweep_file("fig7"), "mini", "lano", ["train.lr=5e-4", "seed=0,1"],
                      "llama_rope,llama_rope_canon").runs()
@@ -223,7 +223,7 @@ def test_local_launcher_starts_the_costliest_runs_first():
 def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
     """A sweep started with CUDA_VISIBLE_DEVICES=2,3 sends its runs to GPUs 2 and 3 (several
     sweeps can share one host side by side), and refuses more GPUs than it may see."""
-    from playground.sweep import _device_ids
+    from playground.sweep.launch import _device_ids
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert _device_ids(0) == [""] and _device_ids(3) == ["0", "1", "2"]

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from conftest import task_from
 
-from playground import runs
 from playground.config import CONF_DIR
 from playground.data.cli import main as data_main
-from playground.train import run
+from playground.run import rundir as runs
+from playground.run.train import run
 
 PRESETS = sorted(p.stem for p in (CONF_DIR / "task").glob("*.yaml"))
 TINY = {"depo": "depo_tiny", "brevo": "brevo_tiny", "mano": "mano_tiny", "mqar": "mqar_tiny",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from playground import runs
 from playground.config import TrainConfig
-from playground.evaluate import evaluate_run
-from playground.train import run
-from playground.trainer import lr_at
+from playground.run import rundir as runs
+from playground.run.evaluate import evaluate_run
+from playground.run.loop import lr_at
+from playground.run.train import run
 
 TINY = ["task.N=8", "task.V=8", "task.context=96", "task.eval_size=32", "size=2L64D",
         "train.batch_size=8", "train.log_every=1", "train.warmup_steps=2"]
@@ -57,7 +57,7 @@ def test_deterministic_kernels_run_everything_and_change_nothing_on_cpu(tmp_path
     """train.deterministic=true trains and evaluates under PyTorch's deterministic-only mode (an op
     without a deterministic kernel would raise), records it, and on CPU logs exactly the losses
     of a normal run. Subprocesses: the mode is process-wide."""
-    cmd = [sys.executable, "-m", "playground.train", "wandb.mode=disabled", "train.progress=false",
+    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled", "train.progress=false",
            "train.device=cpu", *TINY, "train.steps=6", "train.eval_every=3", "canon=ABCD"]
     for name in ("false", "true"):
         subprocess.run([*cmd, f"train.deterministic={name}", f"out_dir={tmp_path / name}"],
@@ -87,7 +87,7 @@ def test_lr_schedules():
                                           ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction")])
 def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     out = tmp_path / "bad"
-    proc = subprocess.run([sys.executable, "-m", "playground.train", "wandb.mode=disabled",
+    proc = subprocess.run([sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
                            f"out_dir={out}", override], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert key in proc.stderr + proc.stdout

@@ -156,7 +156,7 @@ def test_moe_routing_conserves_tokens_and_balancing_loss():
 
 
 def test_moe_trains_and_refuses_canon_d(make_cfg):
-    from playground.train import run
+    from playground.run.train import run
 
     with pytest.raises(ConfigError, match="model.canon.positions"):
         to_objects(compose(["model.mlp=moe", "canon=ABCD"]))
@@ -167,7 +167,7 @@ def test_moe_trains_and_refuses_canon_d(make_cfg):
 
 
 def test_isolate_examples_trains(make_cfg):
-    from playground.train import run
+    from playground.run.train import run
 
     summary = run(make_cfg("data.isolate_examples=true", "size=2L64D", "task.context=96", "task.N=8",
                            "task.V=8", "train.steps=6", "train.warmup_steps=1", "train.batch_size=4",

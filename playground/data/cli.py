@@ -21,7 +21,7 @@ from playground.cli import fail, int_arg, parse_args
 from playground.config import compose, to_objects
 from playground.data.packing import pack
 from playground.errors import ConfigError
-from playground.runs import atomic_write
+from playground.run.rundir import atomic_write
 from playground.tasks import build_task
 from playground.tasks.base import SPLITS
 

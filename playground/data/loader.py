@@ -45,7 +45,7 @@ class ShardStream(IterableDataset):
 def _leave_signals_to_main(_worker_id: int) -> None:
     """Preemption signals reach the whole process group (SLURM, ``timeout``); a worker ignores
     them, so the main process can checkpoint and then shut its workers down itself."""
-    from playground.trainer import PREEMPT_SIGNALS
+    from playground.run.loop import PREEMPT_SIGNALS
 
     for signum in PREEMPT_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)

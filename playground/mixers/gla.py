@@ -30,8 +30,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from playground.errors import check
+from playground.kernels import adapters as fast
 from playground.layers.canon import CanonConfig, NoCanon, canon_at
-from playground.mixers import fast, scan
+from playground.mixers import scan
 from playground.mixers.parts import ShortConv
 
 CONVS = ("none", "conv1d")

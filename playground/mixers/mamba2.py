@@ -40,8 +40,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from playground.errors import check
+from playground.kernels import adapters as fast
 from playground.layers.canon import Canon, CanonConfig, NoCanon, canon_at
-from playground.mixers import fast, scan
+from playground.mixers import scan
 from playground.mixers.parts import ShortConv
 
 VARIANTS = ("original", "noconv1d", "canon_b", "canon_ab")

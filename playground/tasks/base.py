@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from playground.device import autocast_for
 from playground.errors import check
+from playground.run.device import autocast_for
 
 SPLITS = {"train": 0, "eval": 1, "test": 2}
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<ans>")

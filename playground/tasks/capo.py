@@ -35,8 +35,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from playground.device import autocast_for
 from playground.errors import check
+from playground.run.device import autocast_for
 from playground.tasks.base import Example, Task, TaskConfig, Vocab, pad_batch, rng_for
 from playground.tasks.capo_people import (
     DAYS,

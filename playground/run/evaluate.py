@@ -15,12 +15,12 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from playground import runs
 from playground.cli import fail, int_arg, parse_args
 from playground.config import from_container
-from playground.device import pick_device
 from playground.errors import ConfigError
 from playground.model import build_model
+from playground.run import rundir as runs
+from playground.run.device import pick_device
 from playground.tasks import build_task
 
 USAGE = __doc__

@@ -17,9 +17,9 @@ import torch
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
-from playground.device import device_for
+from playground.run.device import device_for
+from playground.run.loop import make_optimizer, train_step
 from playground.tasks import build_task
-from playground.trainer import make_optimizer, train_step
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 BENCH_DEFAULTS = ["wandb.mode=disabled", "train.progress=false", "out_dir=/tmp/playground-bench"]

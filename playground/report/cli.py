@@ -8,8 +8,8 @@
     playground-report table RESULTS                        # every run, one line each
 
 :func:`load_runs` reads every run directory under a folder (any depth) into one DataFrame;
-``playground.aggregate`` turns it into cells (best over learning rates and seeds, or mean ±
-spread), ``playground.plots`` draws them. Outputs (PNG, SVG, CSV, markdown) go to
+``playground.report.cells`` turns it into cells (best over learning rates and seeds, or mean ±
+spread), ``playground.report.plots`` draws them. Outputs (PNG, SVG, CSV, markdown) go to
 ``RESULTS/report/`` unless ``--out`` says otherwise, written atomically.
 """
 
@@ -23,11 +23,12 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from playground import aggregate, plots
-from playground.aggregate import capo_table  # noqa: F401 - part of this module's API
 from playground.errors import ConfigError
-from playground.plots import plot_capo, save_figure  # noqa: F401
-from playground.runs import MetricsLog, atomic_write, read_json
+from playground.report import cells as aggregate
+from playground.report import plots
+from playground.report.cells import capo_table  # noqa: F401 - part of this module's API
+from playground.report.plots import plot_capo, save_figure  # noqa: F401
+from playground.run.rundir import MetricsLog, atomic_write, read_json
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:

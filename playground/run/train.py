@@ -1,4 +1,4 @@
-"""``playground-train``: the Hydra entry point of the one training loop (``playground.trainer``).
+"""``playground-train``: the Hydra entry point of the one training loop (``playground.run.loop``).
 
     playground-train                                   # the embedded default (small CPU Depo run)
     playground-train task=depo1 size=12L768D canon=ABCD train.lr=1e-3
@@ -24,13 +24,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from playground import distributed, runs
 from playground.config import CONF_DIR, Config, register, to_objects
 from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM
+from playground.run import distributed
+from playground.run import rundir as runs
+from playground.run.loop import Diverged, Preempted, Trainer
 from playground.tasks import build_task
-from playground.trainer import Diverged, Preempted, Trainer
 
 
 class Mirror:

@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 
 from playground.cli import fail, int_arg, parse_args
 
-SWEEPS_DIR = Path(__file__).resolve().parent.parent / "sweeps"
+SWEEPS_DIR = Path(__file__).resolve().parents[2] / "sweeps"
 KNOWN = {"scale": "mini", "launcher": "basic", "gpus": "0", "per_gpu": "1", "dry_run": "false",
          "panels": "", "variants": ""}
 FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales"}
@@ -137,7 +137,7 @@ def multirun_commands(sweep: Sweep, launcher: str) -> list[list[str]]:
     for _, row, row_grid in sweep.rows:
         grid = [f"{k}={','.join(v)}" for k, v in {**sweep.grid, **row_grid}.items()]
         for variant in sweep.variants.values():
-            commands.append([sys.executable, "-m", "playground.train", "-m", *sweep.common, *row,
+            commands.append([sys.executable, "-m", "playground.run.train", "-m", *sweep.common, *row,
                              *variant, *grid, f"sweep={sweep.sweep_dir}", *extra])
     return commands
 
@@ -157,7 +157,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
                 gpu = free.pop(0)
                 env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
-                proc = subprocess.Popen([sys.executable, "-m", "playground.train", *overrides],
+                proc = subprocess.Popen([sys.executable, "-m", "playground.run.train", *overrides],
                                         stdout=log, stderr=subprocess.STDOUT, env=env)
                 active[proc] = (gpu, log, index)
             for proc in [p for p in active if p.poll() is not None]:
@@ -238,7 +238,7 @@ def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
     for overrides in runs:
         print("  playground-train " + " ".join(overrides))
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
-        cmd = [sys.executable, "-m", "playground.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
+        cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
                "--package", "hydra.launcher"]
         print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 

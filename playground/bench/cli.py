@@ -94,7 +94,7 @@ def cmd_params(args: argparse.Namespace) -> None:
 def _emit(result, path: str | None) -> None:
     import json
 
-    from playground.runs import write_json
+    from playground.run.rundir import write_json
 
     print(json.dumps(result, indent=2, default=str))
     if path:
@@ -102,7 +102,7 @@ def _emit(result, path: str | None) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from playground.benchmarks import train_speed
+    from playground.bench.measure import train_speed
 
     variants = [args.overrides + v.split() for v in (args.compare or [""])]
     results = [train_speed(v, args.steps, args.warmup, args.data) for v in variants]
@@ -115,7 +115,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_canon(args: argparse.Namespace) -> None:
-    from playground.benchmarks import canon_speed
+    from playground.bench.measure import canon_speed
 
     rows = canon_speed(args.widths)
     for r in rows:
@@ -124,13 +124,13 @@ def cmd_canon(args: argparse.Namespace) -> None:
 
 
 def cmd_data(args: argparse.Namespace) -> None:
-    from playground.benchmarks import data_speed
+    from playground.bench.measure import data_speed
 
     _emit(data_speed(args.tasks, workers=tuple(args.workers), seconds=args.seconds), args.json)
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    from playground.benchmarks import generate_speed
+    from playground.bench.measure import generate_speed
 
     _emit(generate_speed(args.overrides, args.count, args.batch_size), args.json)
 

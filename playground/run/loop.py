@@ -1,4 +1,4 @@
-"""The one training loop for every task and backbone (``playground.train`` is its entry point).
+"""The one training loop for every task and backbone (``playground.run.train`` is its entry point).
 
 AdamW (fused; β, ε from the config), warmup then cosine / linear / constant, gradient clipping,
 gradient accumulation, bf16 autocast on CUDA, optional ``torch.compile``, periodic evaluation,
@@ -23,13 +23,14 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from playground import distributed, runs
 from playground.config import Config, TrainConfig
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
-from playground.device import autocast_for, device_for
 from playground.errors import ConfigError
 from playground.model import LM, build_model
+from playground.run import distributed
+from playground.run import rundir as runs
+from playground.run.device import autocast_for, device_for
 from playground.tasks import Task, build_task
 
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)

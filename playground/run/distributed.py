@@ -1,4 +1,4 @@
-"""Data-parallel training across processes (``torchrun --nproc_per_node=N -m playground.train``).
+"""Data-parallel training across processes (``torchrun --nproc_per_node=N -m playground.run.train``).
 
 Every process reads the same global batch from its own loader (the stream is a function of the
 config alone) and trains on its contiguous slice of it, so a run sees the same examples in the

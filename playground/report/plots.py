@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from playground.aggregate import size_order  # noqa: E402
-from playground.runs import atomic_write  # noqa: E402
+from playground.report.cells import size_order  # noqa: E402
+from playground.run.rundir import atomic_write  # noqa: E402
 
 # white (0%) → deep green (100%), like the paper's accuracy heatmaps
 CMAP = LinearSegmentedColormap.from_list("acc", ["#ffffff", "#c7e9c0", "#41ab5d", "#005a32"])

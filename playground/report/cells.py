@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from playground import runs as rundir
 from playground.errors import ConfigError
+from playground.run import rundir
 
 SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")
 PENDING = ("running", "preempted", "interrupted")  # unfinished but resumable: not failures
 LOWER_IS_BETTER = ("kl", "mass_outside", "loss", "ppl")  # and every *_loss
 ROPE_NAMES = {"rope": "llama_rope", "nope": "llama_nope", "rope0.25": "llama_rope_quarter"}
 CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]
-PAPER_CSV = Path(__file__).resolve().parent.parent / "results" / "paper" / "heatmaps.csv"
+PAPER_CSV = Path(__file__).resolve().parents[2] / "results" / "paper" / "heatmaps.csv"
 
 
 def size_order(size: str) -> tuple:
