@@ -4,25 +4,136 @@ Every YAML file under ``conf/`` extends one of these schemas, so an unknown key 
 wrong type fails while Hydra composes the config, naming the key. Values that are well-typed but
 impossible (e.g. ``model.canon.positions=AX``) fail in the dataclasses' ``__post_init__`` when the
 config is turned into objects by :func:`to_objects`, again naming the key.
+
+Tasks and mixers are plug-ins: the entry-point groups ``playground.tasks`` and
+``playground.mixers`` name their classes (ours in ``pyproject.toml``, a researcher's in their
+own package), and :func:`plugins` reads them. So this module, at the bottom of the package,
+knows every task and mixer without importing one (docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from playground.errors import ConfigError, check, collecting
-from playground.layers.canon import CanonConfig
-from playground.layers.mlp import MLPS
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+def shipped(name: str) -> Path:
+    """A folder shipped with the package (``conf``, ``sweeps``): inside it when installed from a
+    wheel, else the top-level source folder of the checkout (editable installs, tests)."""
+    here = Path(__file__).resolve().parent
+    return here / name if (here / name).is_dir() else here.parent / name
+
+
+CONF_DIR = shipped("conf")
+PAPER_SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")  # presets conf/size/<label>.yaml
 SCHEDULES = ("cosine", "linear", "constant")
 DTYPES = ("auto", "float32", "bfloat16")
 RESUME = ("auto", "never")
+MLPS = ("swiglu", "gelu", "moe", "none")
+
+
+@functools.cache
+def plugins(group: str, base: type = object) -> dict[str, type]:
+    """The classes registered under the entry-point group ``group`` (``playground.tasks``,
+    ``playground.mixers``), by entry-point name. Each is a subclass of ``base`` whose ``Config``
+    (its config dataclass) has that ``name``; a name bound to two classes is an error."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, type] = {}
+    for ep in sorted(entry_points(group=group), key=lambda e: (e.name, e.value)):
+        cls = ep.load()
+        if found.setdefault(ep.name, cls) is not cls:
+            raise RuntimeError(f"{group}: {ep.name!r} names both {found[ep.name]} and {cls}")
+        if not (isinstance(cls, type) and issubclass(cls, base)) or \
+                getattr(getattr(cls, "Config", None), "name", None) != ep.name:
+            raise RuntimeError(f"entry point {group}:{ep.name} = {ep.value} must be a {base.__name__} "
+                               f"subclass whose Config.name is {ep.name!r}")
+    if not found:
+        raise RuntimeError(f"no {group} are registered: install the package (pip install -e .) "
+                           "so that its entry points exist")
+    return found
+
+
+def plugin(group: str, name: str, key: str) -> type:
+    """The class registered as ``name`` in ``group``, or a ConfigError naming ``key``."""
+    known = plugins(group)
+    check(name in known, key, name, f"one of {sorted(known)} (entry points of {group})")
+    return known[name]
+
+
+# -- Canon ---------------------------------------------------------------------------------
+
+POINTS = "ABCD"
+EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (after_every_linear)
+DYNAMIC = ("none", "lowrank", "headwise")
+ACTIVATIONS = ("none", "silu")
+INITS = ("default", "zero", "past_average", "random_fixed")
+BACKENDS = ("auto", "torch", "triton")
+
+
+@dataclass
+class CanonConfig:
+    """Canon layers of every backbone: the one place where they are chosen (layers/canon.py)."""
+
+    positions: str = ""  # any subset of "ABCD", e.g. "", "AC", "ABCD"
+    kernel: int = 4
+    residual: bool = True
+    activation: str = "none"  # none | silu
+    bias: bool = False
+    # default (PyTorch conv init) | zero (identity at step 0 with residual) | past_average
+    # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
+    # the paper's "Canon(cst)")
+    init: str = "default"
+    backend: str = "auto"  # auto: the fused Triton kernel on CUDA when available | torch | triton
+    dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters
+    rank: int = 8  # lowrank: rank R of the filter generator
+    group: int = 64  # headwise: channels sharing one filter
+    after_every_linear: bool = False  # also after the mixer's output and the MLP's down projection
+
+    def __post_init__(self) -> None:
+        p = self.positions
+        check(set(p) <= set(POINTS) and len(set(p)) == len(p), "model.canon.positions", p,
+              'distinct letters from "ABCD" (e.g. "", "AC", "ABCD")')
+        check(1 <= self.kernel <= 8, "model.canon.kernel", self.kernel, "an integer in 1..8")
+        check(self.activation in ACTIVATIONS, "model.canon.activation", self.activation,
+              f"one of {ACTIVATIONS}")
+        check(self.init in INITS, "model.canon.init", self.init, f"one of {INITS}")
+        check(self.backend in BACKENDS, "model.canon.backend", self.backend, f"one of {BACKENDS}")
+        check(self.dynamic in DYNAMIC, "model.canon.dynamic", self.dynamic, f"one of {DYNAMIC}")
+        check(self.rank >= 1, "model.canon.rank", self.rank, "an integer >= 1")
+        check(self.group >= 1, "model.canon.group", self.group, "an integer >= 1")
+
+    def tag(self) -> str:
+        """Short label for run names, e.g. ``ABCD``, ``AC-nores-silu``, ``none`` (also called on
+        a raw config, hence the plain function below)."""
+        if not self.positions:
+            return "none"
+        return "-".join(["".join(sorted(self.positions)), *canon_details(self)])
+
+
+def canon_details(c) -> list[str]:
+    """What differs in Canon config ``c`` from a plain residual Canon layer, e.g.
+    ``["nores", "silu"]`` (run names and the report's Canon ids)."""
+    parts = [] if c.residual else ["nores"]
+    parts += [] if c.activation == "none" else [c.activation]
+    parts += [] if c.kernel == 4 else [f"k{c.kernel}"]
+    parts += ["bias"] if c.bias else []
+    parts += [] if c.init == "default" else [f"init{c.init}"]
+    parts += [] if c.dynamic == "none" else [f"dyn{c.dynamic}"]
+    parts += ["alllinear"] if c.after_every_linear else []
+    return parts
+
+
+# -- the run ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -38,7 +149,7 @@ class ModelConfig:
     tie_embeddings: bool = False
     init_std: float = 0.02
     norm_eps: float = 1e-5
-    mixer: Any = MISSING  # one of the configs in playground.mixers.MIXERS
+    mixer: Any = MISSING  # the Config of a mixer registered in playground.mixers
     canon: CanonConfig = field(default_factory=CanonConfig)
 
     def __post_init__(self) -> None:
@@ -140,15 +251,27 @@ class WandbConfig:
 
 @dataclass
 class Config:
-    task: Any = MISSING  # one of the task configs of playground.tasks.TASKS
+    task: Any = MISSING  # the Config of a task registered in playground.tasks
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     seed: int = 0  # model initialisation seed (the data seed is task.seed)
     sweep: str = "default"  # runs go to results/<sweep>/<run_name>
+    panel: str = ""  # the heatmap this run is a cell of (set by sweeps; default: the task's)
+    variant: str = ""  # the sweep's name for this run's architecture (e.g. llama_rope_canon)
     run_name: str = "${pg_run_name:}"
     out_dir: str = "results/${sweep}/${run_name}"
+
+
+def autocast_for(device: torch.device, dtype: str = "auto"):
+    """The precision of ``train.dtype``: bf16 autocast for ``bfloat16``, or ``auto`` on CUDA;
+    otherwise a no-op."""
+    enabled = dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+# -- composing and checking -------------------------------------------------------------------
 
 
 def _label(value) -> str:
@@ -164,12 +287,9 @@ def run_name(cfg: DictConfig) -> str:
     """A descriptive name that spells out the paper's axes, e.g.
     ``depo1_N225_K8_12L768D_rope_canon-ABCD_lr0.001_s0``. Tags are read from the raw config
     (no checks here: a bad value is reported by :func:`to_objects` with its key)."""
-    from playground.mixers import MIXERS
-    from playground.tasks import TASKS
-
-    task_cls = TASKS[cfg.task.name]
+    task_cls = plugin("playground.tasks", cfg.task.name, "task.name")
     difficulty = "_".join(f"{k}{_label(cfg.task[k])}" for k in task_cls.Config.difficulty_keys)
-    mixer = MIXERS[cfg.model.mixer.name][0].tag(cfg.model.mixer)
+    mixer = plugin("playground.mixers", cfg.model.mixer.name, "model.mixer.name").Config.tag(cfg.model.mixer)
     canon = CanonConfig.tag(cfg.model.canon)
     body = "" if cfg.model.mlp == "swiglu" else f"mlp{cfg.model.mlp}"
     parts = [cfg.task.preset, difficulty, cfg.model.size.replace("/", "-"), body, mixer, f"canon-{canon}",
@@ -178,16 +298,17 @@ def run_name(cfg: DictConfig) -> str:
 
 
 def register() -> None:
-    """Register the schemas (idempotent) and the ``pg_run_name`` resolver."""
-    from playground.mixers import MIXERS
-    from playground.tasks import TASKS
-
+    """Register the schemas (idempotent) and the ``pg_run_name`` resolver. A task or mixer
+    without a preset file of its name under ``conf/`` gets its Config's defaults as the preset
+    (``task=<name>`` works for a plug-in with no YAML at all)."""
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
-    for name, task in TASKS.items():
-        cs.store(group="task", name=f"{name}_schema", node=task.Config, package="task")
-    for name, (mixer_cfg, _) in MIXERS.items():
-        cs.store(group="mixer", name=f"{name}_schema", node=mixer_cfg, package="model.mixer")
+    for group, kind, package in (("task", "playground.tasks", "task"),
+                                 ("mixer", "playground.mixers", "model.mixer")):
+        for name, cls in plugins(kind).items():
+            cs.store(group=group, name=f"{name}_schema", node=cls.Config, package=package)
+            if not (CONF_DIR / group / f"{name}.yaml").exists():
+                cs.store(group=group, name=name, node=cls.Config, package=package)
     cs.store(group="canon", name="canon_schema", node=CanonConfig, package="model.canon")
     cs.store(group="train", name="train_schema", node=TrainConfig, package="train")
     if not OmegaConf.has_resolver("pg_run_name"):
@@ -212,18 +333,11 @@ def to_objects(cfg: DictConfig) -> Config:
 
 
 def check_combinations(cfg: Config) -> None:
-    """Checks that need more than one section of the config."""
-    from playground.tasks import TaskConfig, build_task
-
-    if not isinstance(cfg.task, TaskConfig):
-        return
+    """Checks that need more than one section of the config (the fit of examples into
+    ``task.context`` needs the task built: ``data.packing.check_fits``)."""
     check(not cfg.data.isolate_examples or cfg.model.mixer.name == "attention",
           "data.isolate_examples", True, f"false with model.mixer.name={cfg.model.mixer.name!r} "
           "(only attention separates packed examples so far)")
-    longest = build_task(cfg.task).max_length()
-    check(longest <= cfg.task.context, "task.context", cfg.task.context,
-          f"at least {longest} tokens, the longest example of task {cfg.task.preset!r} at its "
-          "hardest setting (raise task.context or lower the difficulty)")
 
 
 def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
@@ -241,16 +355,45 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
             raise ConfigError(f"{err}{detail}".replace("\n", " ")) from None
 
 
-def from_container(data: dict) -> Config:
-    """Typed config from a resolved dict (e.g. a run's ``config.yaml``), re-running every check."""
-    from playground.mixers import MIXERS
-    from playground.tasks import TASKS
+def upgrade(data: dict) -> dict:
+    """A resolved config written by an earlier version, in today's schema. Mamba2's ``variant``
+    (which chose Canon beside ``model.canon``) becomes the mixer's ``conv`` and Canon positions:
+    ``original`` = conv1d; ``noconv1d`` = none; ``canon_b`` / ``canon_ab`` = no conv and Canon
+    B / AB with ``canon_residual`` (positions already in ``model.canon`` kept theirs)."""
+    mixer = data.get("model", {}).get("mixer", {})
+    if "variant" not in mixer:
+        return data
+    data = copy.deepcopy(data)
+    mixer, canon = data["model"]["mixer"], data["model"].setdefault("canon", {})
+    variant, residual = mixer.pop("variant"), mixer.pop("canon_residual", False)
+    mixer["conv"] = "conv1d" if variant == "original" else "none"
+    old = canon.get("positions", "")
+    new = "".join(p for p in {"canon_b": "B", "canon_ab": "AB"}.get(variant, "") if p not in old)
+    if new and old and residual != canon.get("residual", True):
+        raise ConfigError(f"model.mixer.variant={variant!r} with canon_residual={residual} beside "
+                          f"model.canon.positions={old!r} (residual={canon.get('residual', True)}) "
+                          "mixes residual and plain Canon layers, which today's config cannot say")
+    if new:
+        canon["positions"] = "".join(p for p in POINTS if p in old + new)
+        canon["residual"] = canon.get("residual", True) if old else residual
+    return data
 
-    data = dict(data)
+
+def from_container(data: dict) -> Config:
+    """Typed config from a resolved dict (e.g. a run's ``config.yaml``, of any version),
+    re-running every check."""
+    data = upgrade(dict(data))
     data.pop("hydra", None)
-    task_cls = TASKS[data["task"]["name"]]
-    mixer_cls, _ = MIXERS[data["model"]["mixer"]["name"]]
     schema = OmegaConf.structured(Config)
-    schema.task = OmegaConf.structured(task_cls.Config)
-    schema.model.mixer = OmegaConf.structured(mixer_cls)
+    schema.task = OmegaConf.structured(plugin("playground.tasks", data["task"]["name"], "task.name").Config)
+    schema.model.mixer = OmegaConf.structured(
+        plugin("playground.mixers", data["model"]["mixer"]["name"], "model.mixer.name").Config)
     return to_objects(OmegaConf.merge(schema, data))
+
+
+def size_preset(label: str) -> dict:
+    """The model fields of a size preset (``conf/size/<label>.yaml``, the one table of sizes)."""
+    path = CONF_DIR / "size" / f"{label}.yaml"
+    if not path.exists():
+        raise ConfigError(f"size={label!r} is invalid: no preset {path}")
+    return OmegaConf.to_container(OmegaConf.load(path))

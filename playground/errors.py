@@ -10,14 +10,12 @@ import contextlib
 import contextvars
 from typing import Any
 
-from hydra.errors import CompactHydraException
-
 _problems: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("problems", default=None)
 
 
-class ConfigError(ValueError, CompactHydraException):
-    """A configuration value is invalid; the message names the key and what is allowed.
-    (A CompactHydraException, so the command line shows the message without a traceback.)"""
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the key and what is allowed. Every
+    command prints it without a traceback and exits with status 2 (``playground.cli``)."""
 
 
 def check(ok: bool, key: str, value: Any, allowed: str) -> None:

@@ -196,16 +196,22 @@ def test_each_person_exactly_E_times_in_the_stream():
 
 
 def test_train_steps_cover_exactly_the_stream():
+    """train.steps=0: the steps that cover the N·E biographies exactly as the loader packs them."""
+    import dataclasses
+
+    from playground.config import Config, TrainConfig
+    from playground.data.packing import count_windows
+    from playground.run.train import resolve_steps
+
     task = task_from("task=capo_tiny", "task.N=30", "task.E=8")
     exs = [task.example("train", k) for k in range(240)]
     S = shard_size(task)  # how the loader cuts the stream before packing
     windows = sum(len(pack(exs[lo : lo + S], 512, 0)[0]) for lo in range(0, 240, S))
+    assert task.train_examples() == 240 and count_windows(task, 240, S) == (windows, 240)
     for batch in (1, 3, 8):
-        steps = task.train_steps(batch, S)
+        cfg = Config(task=task.cfg, train=TrainConfig(steps=0, batch_size=batch))
+        steps = resolve_steps(dataclasses.replace(cfg), task).train.steps
         assert (steps - 1) * batch < windows <= steps * batch
-    plan = task.exposure_plan(8, S)
-    assert plan["biographies"] == 240 and plan["windows"] == windows
-    assert plan["mean_length"] == pytest.approx(np.mean([len(x) for x in exs]))
 
 
 def test_tokenizer_round_trips_every_biography_and_value(task):

@@ -70,11 +70,14 @@ def test_stream_independent_of_workers():
 
 def test_workers_leave_preemption_signals_to_the_main_process():
     """SLURM and `timeout` signal the whole process group; a worker that died of it would turn a
-    resumable preemption into a crash ("DataLoader worker ... killed by signal")."""
+    resumable preemption into a crash ("DataLoader worker ... killed by signal"). The run hands
+    its preemption signals to the loader (``ignore_signals``)."""
+    from playground.run.loop import PREEMPT_SIGNALS
+
     task = task_from(*TASK)
     ref = Batches(task, 40, 8, num_workers=0)
     want = [next(ref)[0].numpy().tobytes() for _ in range(9)]
-    batches = Batches(task, 40, 8, num_workers=2, prefetch=1)
+    batches = Batches(task, 40, 8, num_workers=2, prefetch=1, ignore_signals=PREEMPT_SIGNALS)
     got = [next(batches)[0].numpy().tobytes()]
     workers = batches._shards._workers
     for worker in workers:

@@ -7,7 +7,7 @@ import pytest
 import torch
 from test_model import V, tiny
 
-from playground.generate import generate
+from playground.model import generate
 
 PROMPTS = [[1, 5, 7], [1, 9, 2, 4, 4, 8, 3], [1], [1, 3, 3, 6, 2]]
 

@@ -262,16 +262,16 @@ def test_monte_carlo_agreement_with_ends():
 
 
 def test_cli_sample_check_nextprob_show(tmp_path, capsys):
-    cli_main(["sample", "cfg3f", "--count", "4", "--seed", "3"])
+    cli_main(["sample", "cfg3f", "count=4", "seed=3"])
     lines = capsys.readouterr().out.splitlines()
-    cli_main(["sample", "cfg3f", "--count", "2", "--seed", "3"])
+    cli_main(["sample", "cfg3f", "count=2", "seed=3"])
     assert capsys.readouterr().out.splitlines() == lines[:2] and len(lines) == 4
     rng = np.random.default_rng(0)
     g = load_grammar("cfg3f")
     bad = " ".join(map(str, mutate([int(w) for w in lines[0].split()], rng, g.terminals)))
     f = tmp_path / "s.txt"
     f.write_text("\n".join([*lines, bad]) + "\n")
-    cli_main(["check", "cfg3f", str(f), "--count-parses"])
+    cli_main(["check", "cfg3f", str(f), "count_parses=true"])
     out = capsys.readouterr().out.splitlines()
     want_bad = count_parses(g, [int(w) for w in bad.split()])
     assert out[:4] == [f"accept {count_parses(g, [int(w) for w in x.split()])}" for x in lines]
@@ -314,18 +314,18 @@ def test_cli_bad_grammar_and_binary_file(tmp_path, capsys):
 
 
 def test_cli_random_trees_and_stdin(tmp_path, capsys, monkeypatch):
-    cli_main(["random", "--seed", "7", "--depth", "3", "--name", "r7"])
+    cli_main(["random", "seed=7", "depth=3", "name=r7"])
     path = tmp_path / "r7.json"
     path.write_text(capsys.readouterr().out)
     assert load_grammar(path) == random_grammar(7, depth=3, name="r7")
-    cli_main(["sample", str(path), "--count", "2", "--trees"])
+    cli_main(["sample", str(path), "count=2", "trees=true"])
     out = capsys.readouterr().out.splitlines()
     trees, sentences = out[0::2], out[1::2]
     g = load_grammar(path)
     for tree, sentence in zip(trees, sentences):
         assert NTree.fromstring(tree).leaves() == sentence.split()
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(sentences) + "\n"))
-    cli_main(["check", str(path), "-", "--tree"])
+    cli_main(["check", str(path), "-", "tree=true"])
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "accept" and out[1].startswith(f"({g.start} ")
 

@@ -84,7 +84,7 @@ DYN_CASES = list(itertools.product([(2, 70, 130, 4, 8), (1, 5, 7, 3, 4), (2, 33,
 
 
 def dynamic_reference(x, u, w2, b, residual):
-    from playground.layers.dynamic_canon import dynamic_conv
+    from playground.layers.canon import dynamic_conv
 
     w = torch.einsum("btr,kcr->btck", u, w2) + b.T[None, None]
     return dynamic_conv(x, w) + (x if residual else 0)

@@ -113,7 +113,7 @@ def small_grammar_task(tmp_path, *overrides):
 class TrueModel(nn.Module):
     """Logits = log of the exact next-symbol distribution of the text since the last <bos>
     (-inf elsewhere); with ``uniform=True``, equal logits for every token. Supports the cached
-    decoding interface of ``playground.generate``."""
+    decoding interface of ``playground.model.generate``."""
 
     def __init__(self, task, uniform: bool = False):
         super().__init__()

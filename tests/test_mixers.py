@@ -157,8 +157,8 @@ def _gla(**kw):
     return dict(mixer=GLAConfig(chunk=4, **kw))
 
 
-def _m2(variant="original", mlp="none", **kw):
-    return dict(mixer=Mamba2Config(variant=variant, chunk=8, **kw), mlp=mlp, depth=2 if mlp == "none" else 1)
+def _m2(conv="conv1d", mlp="none", **kw):
+    return dict(mixer=Mamba2Config(conv=conv, chunk=8, **kw), mlp=mlp, depth=2 if mlp == "none" else 1)
 
 
 BACKBONES = {
@@ -167,17 +167,18 @@ BACKBONES = {
     "gla_canon_abcd": {**_gla(), "positions": "ABCD"},
     "gla_conv1d_canon_b_nores": {**_gla(conv="conv1d"), "positions": "B", "residual": False},
     "mamba2": _m2(),
-    "mamba2_noconv1d": _m2("noconv1d"),
-    "mamba2_canon_b": _m2("canon_b"),
-    "mamba2_canon_b_res": _m2("canon_b", canon_residual=True),
-    "mamba2_canon_ab": _m2("canon_ab"),
-    "mamba2_canon_ab_block_a": {**_m2("canon_ab"), "positions": "A"},
+    "mamba2_noconv1d": _m2("none"),
+    "mamba2_canon_b": {**_m2("none"), "positions": "B", "residual": False},
+    "mamba2_canon_b_res": {**_m2("none"), "positions": "B"},
+    "mamba2_canon_ab": {**_m2("none"), "positions": "AB", "residual": False},
+    "mamba2_conv1d_canon_ab": {**_m2(), "positions": "AB"},  # Canon beside its own conv1d
     "mamba2_mimetic": _m2(mimetic=True),
     "mamba2_mlp": _m2(mlp="swiglu"),
-    "mamba2_mlp_noconv1d_abcd_nores": {**_m2("noconv1d", mlp="swiglu"), "positions": "ABCD", "residual": False},
+    "mamba2_mlp_noconv1d_abcd_nores": {**_m2("none", mlp="swiglu"), "positions": "ABCD", "residual": False},
     # dynamic Canon (filters from the mixer input) and Canon after every linear layer (O, E)
     "gla_dynamic_b_all_linear": {**_gla(), "positions": "B", "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
-    "mamba2_canon_ab_dynamic": {**_m2("canon_ab"), "canon_kw": dict(dynamic="headwise", group=8)},
+    "mamba2_canon_ab_dynamic": {**_m2("none"), "positions": "AB", "residual": False,
+                                "canon_kw": dict(dynamic="headwise", group=8)},
 }
 
 
@@ -323,21 +324,25 @@ def test_mimetic_init_survives_the_model_init():
 
 
 def test_canon_ab_places_one_canon_a_and_b():
-    own, block = tiny("mamba2_canon_ab"), tiny("mamba2_canon_ab_block_a")
-    m = mixers_of(own)[0]
-    assert m.canon_a.weight.shape[0] == 64 and m.canon_b.weight.shape[0] == 4 * 64 + 144
-    assert not m.canon_a.cfg.residual and not m.canon_b.cfg.residual
-    assert not hasattr(mixers_of(block)[0].canon_a, "weight")  # the block's Canon-A serves
-    assert own.param_counts()["canon"] == block.param_counts()["canon"]
-    dyn = mixers_of(tiny("mamba2_canon_ab_dynamic"))[0]
-    assert type(dyn.canon_a).__name__ == type(dyn.canon_b).__name__ == "DynamicCanon"
+    """model.canon alone places Canon in Mamba2: A on the block's mixer input (width d), B on
+    the whole input projection (width 4d + 144); the mixer's conv1d is its own option."""
+    own = tiny("mamba2_canon_ab")
+    block, m = own.blocks[0], mixers_of(own)[0]
+    assert block.canon_a.weight.shape[0] == 64 and m.canon_b.weight.shape[0] == 4 * 64 + 144
+    assert not block.canon_a.cfg.residual and not m.canon_b.cfg.residual
+    assert not hasattr(m, "canon_a") and not hasattr(m.conv1d, "weight")
+    both = mixers_of(tiny("mamba2_conv1d_canon_ab"))[0]
+    assert both.conv1d.weight.shape[0] == 2 * 64 + 2 * 64 and both.canon_b.cfg.residual
+    assert own.param_counts()["canon"] == (64 + 4 * 64 + 144) * (4 + 1) * len(own.blocks)  # taps + bias
+    dyn = tiny("mamba2_canon_ab_dynamic")
+    assert type(dyn.blocks[0].canon_a).__name__ == type(mixers_of(dyn)[0].canon_b).__name__ == "DynamicCanon"
     gla = mixers_of(tiny("gla_dynamic_b_all_linear"))[0]
     assert type(gla.canon_b).__name__ == type(gla.canon_o).__name__ == "DynamicCanon"
 
 
 @pytest.mark.parametrize("cls,key,value", [
     (GLAConfig, "conv", "conv2d"), (GLAConfig, "backend", "cuda"), (GLAConfig, "heads", 0),
-    (Mamba2Config, "variant", "canon_c"), (Mamba2Config, "state", 0),
+    (Mamba2Config, "conv", "canon_c"), (Mamba2Config, "state", 0),
     (Mamba2Config, "autotune", "none")])
 def test_bad_mixer_values_name_the_key(cls, key, value):
     with pytest.raises(ConfigError, match=f"model.mixer.{key}"):
@@ -345,8 +350,8 @@ def test_bad_mixer_values_name_the_key(cls, key, value):
 
 
 def test_bad_values_in_a_composed_config_name_the_key():
-    with pytest.raises(ConfigError, match="model.mixer.variant"):
-        to_objects(compose(["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.variant=c1"]))
+    with pytest.raises(ConfigError, match="model.mixer.conv"):
+        to_objects(compose(["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.conv=c1"]))
 
 
 def test_shapes_that_do_not_divide_name_the_key():
@@ -378,8 +383,8 @@ def test_restricted_autotune_keeps_the_cheapest_configs():
 PRESET_RUNS = [
     ["model=mamba2", "mixer=mamba2", "canon=none"],
     ["model=mamba2", "mixer=mamba2_noconv1d", "canon=none"],
-    ["model=mamba2", "mixer=mamba2_canon_b", "canon=none"],
-    ["model=mamba2", "mixer=mamba2_canon_ab", "canon=none"],
+    ["model=mamba2", "mixer=mamba2_noconv1d", "canon=B_nores"],
+    ["model=mamba2", "mixer=mamba2_noconv1d", "canon=AB_nores"],
     ["model=mamba2", "mixer=mamba2_mimetic", "canon=none"],
     ["model=mamba2_mlp", "mixer=mamba2_noconv1d", "canon=ABCD_nores"],
     ["mixer=gla", "canon=none"],
@@ -394,9 +399,9 @@ def test_presets_compose_into_distinct_runs():
         build_model(cfg.model, 20)
         names.add(cfg.run_name)
     assert len(names) == len(PRESET_RUNS)
-    ab = to_objects(compose(["model=mamba2", "mixer=mamba2_canon_ab", "canon=none"]))
+    ab = to_objects(compose(["model=mamba2", "mixer=mamba2_noconv1d", "canon=AB_nores"]))
     assert ab.model.depth_multiplier == 2 and ab.model.mlp == "none"
-    assert "mamba2-canonAB-nores" in ab.run_name
+    assert "mamba2-noconv1d_canon-AB-nores" in ab.run_name
 
 
 # -- tiny Depo runs --------------------------------------------------------------------------------
@@ -409,7 +414,7 @@ TINY_RUN = ["task.N=8", "task.V=8", "task.context=96", "task.eval_size=32", "siz
 @pytest.mark.parametrize("backbone", [
     ["mixer=gla", "canon=none"],
     ["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.chunk=16"],
-    ["model=mamba2_mlp", "mixer=mamba2_canon_ab", "canon=none", "model.mixer.chunk=16"],
+    ["model=mamba2_mlp", "mixer=mamba2_noconv1d", "canon=AB_nores", "model.mixer.chunk=16"],
 ])
 def test_tiny_depo_run_learns(make_cfg, tmp_path, backbone):
     from playground.run import rundir as runs
@@ -424,7 +429,7 @@ def test_tiny_depo_run_learns(make_cfg, tmp_path, backbone):
 def test_bench_params_prints_the_table(capsys):
     from playground.bench.cli import main
 
-    main(["params", "--vocab", "112", "--sizes", "8L512D"])
+    main(["params", "vocab=112", "sizes=8L512D"])
     out = capsys.readouterr().out
     assert "| Llama (RoPE) | 25,027,072 (1.000×, 8 blocks) |" in out
     assert f"| GLA | {gla_params(8, 512):,} " in out

@@ -168,8 +168,12 @@ INVALID = [
 
 @pytest.mark.parametrize("overrides,key", INVALID, ids=[k for _, k in INVALID])
 def test_invalid_config_gives_its_message(overrides, key):
+    """Every check a run makes before any compute (``playground.run.train.run``)."""
+    from playground.data.packing import check_fits
+    from playground.tasks import build_task
+
     with pytest.raises(ConfigError) as info:
-        to_objects(compose(overrides))
+        check_fits(build_task(to_objects(compose(overrides)).task))
     assert key in str(info.value)
 
 

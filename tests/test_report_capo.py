@@ -10,7 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from playground.report.cli import capo_table, load_runs, main, plot_capo
+from playground.report.cells import capo_table
+from playground.report.cli import main
+from playground.report.plots import plot_capo
+from playground.report.table import load_runs
 from playground.run import rundir as runs
 from playground.run.train import run
 
@@ -30,9 +33,11 @@ def write_run(d, summary: dict, config: dict) -> None:
 def capo_summary(N, size, lr, params, bits, status="finished") -> dict:
     metrics = {"bits": bits, "params_used": params, "bits_per_param": bits / params,
                "bits_upper": 1e6, "p1": 5.0, "p2": 30.0}
-    return {"task": "capo_tiny", "task_name": "capo", "difficulty": {"N": N, "E": 100}, "size": size,
-            "mixer": "attention", "mixer_tag": "rope", "canon": "none", "lr": lr, "seed": 0,
-            "step": 300, "status": status, "params": {"total": int(params) + 7},
+    record = {"task": {"family": "capo", "preset": "capo_tiny", "difficulty": {"N": N, "E": 100},
+                       "heatmap": False, "metric": "bits"},
+              "arch": {"mixer": "attention", "label": "rope"}, "canon": {"label": "none", "positions": ""},
+              "size": {"label": size}, "lr": lr, "seed": 0}
+    return {"record": record, "step": 300, "status": status, "params": {"total": int(params) + 7},
             **({"metrics": metrics} if status == "finished" else {"error": "boom"})}
 
 
@@ -45,7 +50,7 @@ def results(tmp_path):
                   {"task": {"name": "capo", "N": N, "E": 100}, "train": {"lr": lr}, "hydra": {"x": 1}})
     write_run(root / "failed", capo_summary(100, "capo/4-4", 1e-3, 1, 0, status="failed"),
               {"task": {"name": "capo", "N": 100}})
-    write_run(root / "depo", {"task_name": "depo", "status": "finished", "metrics": {"acc": 1.0}},
+    write_run(root / "depo", {"record": {"task": {"family": "depo"}}, "status": "finished", "metrics": {"acc": 1.0}},
               {"task": {"name": "depo", "N": 8}})
     return root
 
@@ -53,7 +58,7 @@ def results(tmp_path):
 def test_load_runs_flattens_summary_and_config(results):
     df = load_runs(results)
     assert len(df) == len(CAPO) + 2
-    assert {"status", "metrics.bits", "params.total", "difficulty.N", "config.task.N", "config.train.lr",
+    assert {"status", "metrics.bits", "params.total", "record.task.difficulty.N", "config.task.N", "config.train.lr",
             "run_dir", "run"} <= set(df.columns)
     assert not any(c.startswith("config.hydra") for c in df.columns)
     row = df[df["run"] == "capo_N100_capo/2-2_lr0.001_1"].iloc[0]
@@ -84,15 +89,13 @@ def test_plotted_numbers_are_the_summaries(results):
 
 def test_cli_writes_png_svg_csv(results, tmp_path, capsys):
     out = tmp_path / "out"
-    with pytest.raises(SystemExit) as done:
-        main(["capo", str(results), "--out", str(out)])
-    assert done.value.code == 0
+    main(["capo", str(results), f"out={out}"])
     assert (out / "capo_bits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in (out / "capo_bits.svg").read_bytes()
     csv = pd.read_csv(out / "capo_bits.csv")
-    summaries = {(s["difficulty"]["N"], s["size"], s["lr"]): s["metrics"]
-                 for s in (runs.read_json(p) for p in results.rglob("summary.json")) if "metrics" in s
-                 and s["task_name"] == "capo"}
+    records = [(runs.read_json(p)["record"], runs.read_json(p)) for p in results.rglob("summary.json")]
+    summaries = {(r["task"]["difficulty"]["N"], r["size"]["label"], r["lr"]): s["metrics"]
+                 for r, s in records if "metrics" in s and r["task"]["family"] == "capo"}
     assert len(csv) == len(CAPO) - 1
     for r in csv.itertuples():
         m = summaries[(r.N, r.size, r.lr)]
@@ -109,8 +112,7 @@ def test_report_from_real_runs(make_cfg, tmp_path):
               "train.steps=0", "train.batch_size=1", "train.warmup_steps=0", "train.eval_every=0"]
     for size in ("1-1", "2-1"):
         run(make_cfg(*common, f"size=capo/{size}", run=f"runs/{size}"))
-    with pytest.raises(SystemExit):
-        main(["capo", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")])
+    main(["capo", str(tmp_path / "runs"), f"out={tmp_path / 'rep'}"])
     csv = pd.read_csv(tmp_path / "rep" / "capo_bits.csv")
     assert sorted(csv["size"]) == ["capo/1-1", "capo/2-1"]
     for r in csv.itertuples():

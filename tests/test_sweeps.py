@@ -16,11 +16,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from playground.errors import ConfigError
 from playground.report.cells import PAPER_CSV
 from playground.run import rundir as runs
-from playground.sweep.launch import find_sweep_file, load_sweep
+from playground.sweep.spec import find_sweep_file, load_sweep
 
-SWEEP = [sys.executable, "-m", "playground.sweep.launch", "fig7", "scale=cpu", "panels=depo1_K8",
+SWEEP = [sys.executable, "-m", "playground.sweep.cli", "fig7", "scale=cpu", "panels=depo1_K8",
          "variants=llama_rope_canon", "train.steps=6", "train.log_every=3", "task.eval_size=16"]
 
 
@@ -70,19 +71,23 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     assert len(after) == 24 and all(s["status"] == "finished" for s in after.values())
     assert all(after[k]["finished"] == t for k, t in before.items())  # finished runs were skipped
 
-    report = subprocess.run([sys.executable, "-m", "playground.report.cli", "heatmap", str(root), "--vs-paper", "7"],
+    report = subprocess.run([sys.executable, "-m", "playground.report.cli", "heatmap", str(root), "vs_paper=7"],
                             cwd=tmp_path, capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     out = root / "report"
     cells = pd.read_csv(out / "cells.csv")
     assert len(cells) == 12 and (cells["status"] == "finished").all()
     for cell in cells.itertuples():  # recompute best over learning rates from the summaries
-        mine = [s for s in after.values() if s["size"] == cell.size and f"N={s['difficulty']['N']}" == cell.row]
+        mine = [s["record"] | s for s in after.values()
+                if s["record"]["size"]["label"] == cell.size and s["record"]["task"]["row"] == cell.row]
         key = lambda s: (s["metrics"]["acc_at_K"], s["metrics"]["acc_at_K2"])  # noqa: E731
         best = max(map(key, mine))
         assert len(mine) == 2 and (cell.value, cell.value2) == best
         assert cell.lr in {s["lr"] for s in mine if key(s) == best}
-    assert (out / "heatmap_depo_K2.png").stat().st_size > 10_000 and (out / "heatmap_depo_K2.svg").exists()
+    # the runs record the sweep's panel, so the CPU rows sit in fig7's depo1_K8 panel
+    assert set(cells["panel"]) == {"depo1_K8"} and all(s["record"]["sweep"]["variant"] == "llama_rope_canon"
+                                                       for s in after.values())
+    assert (out / "heatmap_depo1_K8.png").stat().st_size > 10_000 and (out / "heatmap_depo1_K8.svg").exists()
     assert "| N=8 |" in (out / "cells.md").read_text()
     versus = pd.read_csv(out / "vs_paper_fig7.csv")
     paper = pd.read_csv(PAPER_CSV)
@@ -98,16 +103,16 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     table = pd.read_csv(out / "depth.csv")  # one seed: accuracy at each k of the cell's best-lr run
     assert len(table) == 12 * 2 and set(table["depth"]) == {1, 2}
     for bar in table.itertuples():
-        mine = [s for s in after.values() if s["size"] == bar.size and f"N={s['difficulty']['N']}" == bar.row
-                and s["lr"] == bar.lr]
+        mine = [s for s in after.values() if s["record"]["size"]["label"] == bar.size
+                and s["record"]["task"]["row"] == bar.row and s["record"]["lr"] == bar.lr]
         assert len(mine) == 1 and bar.acc == pytest.approx(mine[0]["metrics"][f"acc_k{bar.depth}"])
-    assert (out / "depth_depo_K2_N8_2L64D.png").exists()
+    assert (out / "depth_depo1_K8_N8_2L64D.png").exists()
 
 
 def test_failed_runs_are_shown_as_failed(tmp_path):
     """A cell whose only runs failed is 'failed' with the reason, never a number."""
     from playground.report.cells import annotate, cells
-    from playground.report.cli import load_runs
+    from playground.report.table import load_runs
 
     dst, _ = copy_fixture(tmp_path, status="diverged", error="Diverged: non-finite loss")
     table = cells(annotate(load_runs(dst)))
@@ -123,9 +128,7 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     dst, victims = copy_fixture(tmp_path, status="running")  # killed mid-run: no metrics yet
     done = {d.name: runs.read_json(d / "summary.json") for d in dst.iterdir() if d not in victims}
     for metric, pick in (("final_loss", min), ("acc_k1", max)):
-        with pytest.raises(SystemExit) as exit_:
-            main(["heatmap", str(dst), "--metric", metric, "--out", str(tmp_path / "out")])
-        assert exit_.value.code == 0
+        main(["heatmap", str(dst), f"metric={metric}", f"out={tmp_path / 'out'}"])
         cells = pd.read_csv(tmp_path / "out" / f"cells_{metric}.csv")
         assert len(cells) == 24 and (tmp_path / "out" / f"heatmap_depo_K2_{metric}.png").exists()
         for cell in cells.itertuples():
@@ -139,7 +142,7 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     assert "pending" in (tmp_path / "out" / "cells_final_loss.md").read_text()
     assert "1 cell(s) pending" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_:
-        main(["heatmap", str(dst), "--metric", "no_such_metric", "--out", str(tmp_path / "out")])
+        main(["heatmap", str(dst), "metric=no_such_metric", f"out={tmp_path / 'out'}"])
     assert exit_.value.code == 2 and "metric='no_such_metric' is invalid" in capsys.readouterr().err
 
 
@@ -147,8 +150,7 @@ def test_report_figures_are_byte_identical(tmp_path):
     from playground.report.cli import main
 
     for out in ("a", "b"):
-        with pytest.raises(SystemExit):
-            main(["heatmap", str(FIXTURE), "--metric", "final_loss", "--out", str(tmp_path / out)])
+        main(["heatmap", str(FIXTURE), "metric=final_loss", f"out={tmp_path / out}"])
     for name in ("heatmap_depo_K2_final_loss.svg", "heatmap_depo_K2_final_loss.png", "cells_final_loss.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
@@ -160,8 +162,7 @@ def test_report_refuses_tampered_runs(tmp_path, capsys):
     victim = next(dst.iterdir())
     cfg = (victim / "config.yaml").read_text()
     (victim / "config.yaml").write_text(cfg.replace("lr: 0.", "lr: 0.0"))  # config no longer matches
-    with pytest.raises(SystemExit):
-        main(["table", str(dst)])
+    main(["table", str(dst)])
     assert f"refused: {victim}" in capsys.readouterr().err
 
 
@@ -187,7 +188,7 @@ def test_extra_argument_replaces_a_grid_axis():
 def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     """per_gpu=2 runs both runs at once; SIGTERM to the sweep alone reaches every run, which
     checkpoints as preempted (resumable)."""
-    cmd = [sys.executable, "-m", "playground.sweep.launch", "nope", "scale=cpu", "launcher=local", "per_gpu=2",
+    cmd = [sys.executable, "-m", "playground.sweep.cli", "nope", "scale=cpu", "launcher=local", "per_gpu=2",
            "train.log_every=1", "train.ckpt_every=100000"]
     proc = subprocess.Popen([*cmd, "train.steps=100000"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -207,7 +208,7 @@ def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
 def test_local_launcher_starts_the_costliest_runs_first():
     """fig7's Lano panel: the 12L768D runs at context 1536 first, the 8L512D cfg3f runs last; runs
     of equal cost keep the sweep's order."""
-    from playground.sweep.launch import find_sweep_file, load_sweep, longest_first
+    from playground.sweep.launch import longest_first
 
     runs = load_sweep(find_sweep_file("fig7"), "mini", "lano", ["train.lr=5e-4", "seed=0,1"],
                      "llama_rope,llama_rope_canon").runs()
@@ -229,7 +230,7 @@ def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
     assert _device_ids(0) == [""] and _device_ids(3) == ["0", "1", "2"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
     assert _device_ids(2) == ["2", "3"] and _device_ids(1) == ["2"]
-    with pytest.raises(SystemExit):
+    with pytest.raises(ConfigError, match="gpus=3"):
         _device_ids(3)
 
 

@@ -11,8 +11,7 @@ from conftest import assert_causal
 
 from playground.config import ModelConfig, compose, to_objects
 from playground.errors import ConfigError
-from playground.layers.canon import Canon, CanonConfig
-from playground.layers.dynamic_canon import DynamicCanon
+from playground.layers.canon import Canon, CanonConfig, DynamicCanon
 from playground.layers.mlp import MoE
 from playground.mixers.attention import AttentionConfig
 from playground.model import build_model

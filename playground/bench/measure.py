@@ -137,8 +137,7 @@ def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...
 def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64) -> dict:
     """Evaluation time of a generative task (default Brevo1 N=110) on ``count`` eval examples:
     cached decoding vs re-running the whole prefix for every token."""
-    from playground.generate import generate
-    from playground.model import build_model
+    from playground.model import build_model, generate
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
     device = device_for(cfg.train)

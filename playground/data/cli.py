@@ -1,32 +1,26 @@
-"""``playground-data``: inspect any task's examples.
+"""``playground-data``: inspect any task's examples, exactly as the generators make them.
 
-    playground-data show task=depo1 split=eval count=3          # decoded, targets in [brackets]
-    playground-data dump task=depo1 split=eval count=200 out=FILE.jsonl
-    playground-data stats task=depo1 count=1000                 # lengths, packing, speed
-
-Other ``key=value`` arguments are Hydra overrides of the task (``task.N=50``). ``dump`` writes
-one JSON object per example: ``tokens``, ``pieces``, ``loss_mask`` and the task's ``meta``.
+``show`` decodes them (targets in [brackets]); ``dump`` writes one JSON object per example
+(``tokens``, ``pieces``, ``loss_mask`` and the task's ``meta``) atomically; ``stats`` reports
+lengths, packing and generation speed. Config overrides are the task's and the data's
+(``task=depo1``, ``task.N=50``, ``task.seed=3``); the data seed is ``task.seed``.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from playground.cli import fail, int_arg, parse_args
+from playground.cli import Args, Command, atomic_write
+from playground.cli import main as cli_main
 from playground.config import compose, to_objects
 from playground.data.packing import pack
 from playground.errors import ConfigError
-from playground.run.rundir import atomic_write
 from playground.tasks import build_task
 from playground.tasks.base import SPLITS
-
-USAGE = __doc__
-KNOWN = {"split": "eval", "count": "3", "start": "0", "out": ""}
 
 
 def _short(value, limit: int = 12):
@@ -35,21 +29,32 @@ def _short(value, limit: int = 12):
     return value
 
 
-def show(task, examples) -> None:
+def examples_of(args: Args):
+    """The task the overrides describe and its examples ``start .. start + count`` of ``split``."""
+    split = args.choice("split", tuple(SPLITS))
+    task = build_task(to_objects(compose(args.overrides)).task)
+    start, count = args.int("start"), args.int("count", 1)
+    return task, ((i, task.example(split, i)) for i in range(start, start + count))
+
+
+def cmd_show(args: Args) -> None:
+    task, examples = examples_of(args)
     for i, ex in examples:
         meta = {k: _short(v) for k, v in ex.meta.items()}
         print(f"# example {i} ({len(ex)} tokens)\n{task.describe(ex)}\nmeta: {json.dumps(meta)}\n")
 
 
-def dump(task, examples, out: str) -> None:
-    if not out:
-        fail("dump needs out=FILE.jsonl")
+def cmd_dump(args: Args) -> None:
+    if not args["out"]:
+        raise ConfigError("dump needs out=FILE.jsonl")
+    task, examples = examples_of(args)
     lines = "".join(json.dumps(task.to_json(ex)) + "\n" for _, ex in examples)
-    atomic_write(Path(out), lines.encode())
-    print(f"wrote {out}")
+    atomic_write(Path(args["out"]), lines.encode())
+    print(f"wrote {args['out']}")
 
 
-def stats(task, examples) -> None:
+def cmd_stats(args: Args) -> None:
+    task, examples = examples_of(args)
     tic = time.perf_counter()
     exs = [ex for _, ex in examples]
     elapsed = time.perf_counter() - tic
@@ -63,22 +68,22 @@ def stats(task, examples) -> None:
     print(f"generation: {lengths.sum() / elapsed:,.0f} tokens/s on one core")
 
 
+SECTIONS = ("task", "data")
+PICK = {"split": ("eval", f"one of {list(SPLITS)}"), "count": ("3", "how many examples"),
+        "start": ("0", "index of the first example")}
+COMMANDS = [
+    Command("show", "decoded examples, targets in [brackets]", cmd_show, dict(PICK), overrides=SECTIONS,
+            examples=("playground-data show task=depo1 split=eval count=3",)),
+    Command("dump", "examples as JSON lines with their ground truth (meta)", cmd_dump,
+            {**PICK, "out": ("", "the JSONL file to write")}, overrides=SECTIONS,
+            examples=("playground-data dump task=brevo1 split=eval count=200 out=brevo1.jsonl",)),
+    Command("stats", "lengths, packing and generation speed", cmd_stats, {**PICK, "count": ("1000", "examples")},
+            overrides=SECTIONS, examples=("playground-data stats task=mano",)),
+]
+
+
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("show", "dump", "stats"):
-        print(USAGE)
-        raise SystemExit(0 if argv and argv[0] in ("-h", "--help") else 2)
-    args, overrides = parse_args(argv[1:], KNOWN)
-    if args["split"] not in SPLITS:
-        fail(f"split={args['split']!r} is invalid: expected one of {sorted(SPLITS)}")
-    try:
-        task = build_task(to_objects(compose(overrides)).task)
-    except ConfigError as err:
-        fail(str(err))
-    start, count = int_arg(args, "start"), int_arg(args, "count", 1)
-    examples = ((i, task.example(args["split"], i)) for i in range(start, start + count))
-    {"show": lambda: show(task, examples), "dump": lambda: dump(task, examples, args["out"]),
-     "stats": lambda: stats(task, examples)}[argv[0]]()
+    cli_main("playground-data", "inspect any task's examples", COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -42,27 +42,34 @@ class ShardStream(IterableDataset):
                                                                     self.shard_examples))
 
 
-def _leave_signals_to_main(_worker_id: int) -> None:
-    """Preemption signals reach the whole process group (SLURM, ``timeout``); a worker ignores
-    them, so the main process can checkpoint and then shut its workers down itself."""
-    from playground.run.loop import PREEMPT_SIGNALS
+class _IgnoreSignals:
+    """A worker's init: ignore ``signals``. Preemption signals reach the whole process group
+    (SLURM, ``timeout``); workers ignore them, so the main process can checkpoint and then shut
+    its workers down itself."""
 
-    for signum in PREEMPT_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN)
+    def __init__(self, signals: tuple[int, ...]):
+        self.signals = signals
+
+    def __call__(self, _worker_id: int) -> None:
+        for signum in self.signals:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 class Batches:
     """Infinite iterator of :class:`Batch` training batches."""
 
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
-                 prefetch: int = 4, state: dict | None = None, split: str = "train"):
+                 prefetch: int = 4, state: dict | None = None, split: str = "train",
+                 ignore_signals: tuple[int, ...] = ()):
+        """``ignore_signals``: signals the loader workers leave to this process (the run's
+        preemption signals)."""
         state = state or {"shard": 0, "offset": 0}
         self.batch_size = batch_size
         stream = ShardStream(task, split, shard_examples, start=state["shard"])
         loader = DataLoader(stream, batch_size=None, num_workers=num_workers,
                             prefetch_factor=prefetch if num_workers else None,
                             persistent_workers=False,
-                            worker_init_fn=_leave_signals_to_main if num_workers else None)
+                            worker_init_fn=_IgnoreSignals(ignore_signals) if num_workers else None)
         self._shards: Iterator = iter(loader)
         self._shard, self._offset = state["shard"], state["offset"]
         self._arrays = self._next_shard(expect=self._shard)

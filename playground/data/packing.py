@@ -12,10 +12,12 @@ the stream stays identical for any number of workers, batch size or world size.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
 
+from playground.errors import check
 from playground.tasks.base import Example, Task
 
 
@@ -58,3 +60,27 @@ def pack_shard(task: Task, split: str, shard: int, shard_examples: int) -> tuple
     first = shard * shard_examples
     examples = (task.example(split, i, meta=False) for i in range(first, first + shard_examples))
     return pack(examples, task.cfg.context, task.vocab.pad)
+
+
+EXACT_COUNT, SAMPLE = 20_000, 4096  # count_windows packs up to this many examples, else a sample
+
+
+def count_windows(task: Task, count: int, shard_examples: int) -> tuple[int, int]:
+    """How many windows the first ``count`` training examples fill, packed exactly as the
+    loader packs them (shards of ``shard_examples``), and how many examples were packed to know
+    it: all of them up to EXACT_COUNT; beyond, whole shards covering SAMPLE examples, and the
+    window count scaled up (rounded up)."""
+    measured = count if count <= EXACT_COUNT else min(count, math.ceil(SAMPLE / shard_examples) * shard_examples)
+    windows = 0
+    for lo in range(0, measured, shard_examples):
+        exs = (task.example("train", k, meta=False) for k in range(lo, min(lo + shard_examples, measured)))
+        windows += len(pack(exs, task.cfg.context, task.vocab.pad)[0])
+    return (windows if measured == count else math.ceil(windows * count / measured)), measured
+
+
+def check_fits(task: Task) -> None:
+    """Every example of the task fits in ``task.context`` (examples are never cut)."""
+    longest = task.max_length()
+    check(longest <= task.cfg.context, "task.context", task.cfg.context,
+          f"at least {longest} tokens, the longest example of task {task.cfg.preset!r} at its "
+          "hardest setting (raise task.context or lower the difficulty)")

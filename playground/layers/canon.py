@@ -3,74 +3,78 @@
 ``y = x + act(conv(x))`` (``residual: false`` gives ``y = act(conv(x))``), kernel 4 by default,
 zero left padding, no bias by default. Insertion points (named as in the paper):
 A after the mixer's input norm, B inside the mixer on its projected inputs, C after the MLP's
-input norm, D inside the MLP on the concatenated gate/up projections.
+input norm, D inside the MLP on the concatenated gate/up projections. Configured by
+``model.canon`` (``playground.config.CanonConfig``) for every backbone.
 
-The plain torch convolution here is the reference implementation.
+Static Canon (:class:`Canon`) has one K-tap filter per channel; dynamic Canon
+(:class:`DynamicCanon`, "Dynamic Short Convolutions Improve Transformers") generates the filter
+at each position from the block's post-norm activation h(t). Both share the decoding cache
+(:func:`conv_input`) and the initialisation rule of their taps (:func:`init_taps`); the
+original short convolutions of GLA and Mamba2 are a non-residual static layer
+(:class:`ShortConv`). The plain torch convolutions here are the reference implementations; the
+fused kernels in ``playground.kernels`` are tested equal to them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from playground.errors import check
-from playground.kernels import canon_kernel
+from playground.config import EXTRA_POINTS, POINTS, CanonConfig
+from playground.errors import ConfigError
+from playground.kernels import canon_kernel, dynamic_canon_kernel
 
-POINTS = "ABCD"
-EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (after_every_linear)
-DYNAMIC = ("none", "lowrank", "headwise")
-ACTIVATIONS = ("none", "silu")
-INITS = ("default", "zero", "past_average", "random_fixed")
-BACKENDS = ("auto", "torch", "triton")
+__all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "canon_at"]
 
 
-@dataclass
-class CanonConfig:
-    positions: str = ""  # any subset of "ABCD", e.g. "", "AC", "ABCD"
-    kernel: int = 4
-    residual: bool = True
-    activation: str = "none"  # none | silu
-    bias: bool = False
-    # default (PyTorch conv init) | zero (identity at step 0 with residual) | past_average
-    # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
-    # the paper's "Canon(cst)")
-    init: str = "default"
-    backend: str = "auto"  # auto: the fused Triton kernel on CUDA when available | torch | triton
-    dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters (layers/dynamic_canon.py)
-    rank: int = 8  # lowrank: rank R of the filter generator
-    group: int = 64  # headwise: channels sharing one filter
-    after_every_linear: bool = False  # also after the mixer's output and the MLP's down projection
+def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generator | None) -> None:
+    """Initialise filter taps in place (K taps along ``axis``, the last one on the current
+    token): ``zero``; ``past_average`` (the current token 0, each earlier one 1/(K-1)); else
+    PyTorch's Conv1d default for a depthwise conv, U(-1/sqrt(K), 1/sqrt(K))."""
+    k = taps.shape[axis]
+    with torch.no_grad():
+        if init == "zero":
+            taps.zero_()
+        elif init == "past_average":
+            taps.fill_(1.0 / max(k - 1, 1))
+            taps.select(axis, k - 1).zero_()
+        else:
+            bound = 1.0 / math.sqrt(k)
+            taps.uniform_(-bound, bound, generator=generator)
 
-    def __post_init__(self) -> None:
-        p = self.positions
-        check(set(p) <= set(POINTS) and len(set(p)) == len(p), "model.canon.positions", p,
-              'distinct letters from "ABCD" (e.g. "", "AC", "ABCD")')
-        check(1 <= self.kernel <= 8, "model.canon.kernel", self.kernel, "an integer in 1..8")
-        check(self.activation in ACTIVATIONS, "model.canon.activation", self.activation,
-              f"one of {ACTIVATIONS}")
-        check(self.init in INITS, "model.canon.init", self.init, f"one of {INITS}")
-        check(self.backend in BACKENDS, "model.canon.backend", self.backend, f"one of {BACKENDS}")
-        check(self.dynamic in DYNAMIC, "model.canon.dynamic", self.dynamic, f"one of {DYNAMIC}")
-        check(self.rank >= 1, "model.canon.rank", self.rank, "an integer >= 1")
-        check(self.group >= 1, "model.canon.group", self.group, "an integer >= 1")
 
-    def tag(self) -> str:
-        """Short label for run names, e.g. ``ABCD``, ``AC-nores-silu``, ``none``."""
-        if not self.positions:
-            return "none"
-        parts = ["".join(sorted(self.positions))]
-        parts += [] if self.residual else ["nores"]
-        parts += [] if self.activation == "none" else [self.activation]
-        parts += [] if self.kernel == 4 else [f"k{self.kernel}"]
-        parts += ["bias"] if self.bias else []
-        parts += [] if self.init == "default" else [f"init{self.init}"]
-        parts += [] if self.dynamic == "none" else [f"dyn{self.dynamic}"]
-        parts += ["alllinear"] if self.after_every_linear else []
-        return "-".join(parts)
+def conv_input(layer: nn.Module, x: torch.Tensor, seq, kernel: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The conv's input and the K-1 inputs before it: padding (``seq.valid``) enters as zeros;
+    with a decoding cache the previous call's tail is read and this call's is kept."""
+    inp, prev = x, None
+    if seq is not None and seq.valid is not None:
+        inp = x * seq.valid[..., None].to(x.dtype)
+    if seq is not None and seq.cache is not None:
+        prev = seq.cache.get(layer)
+        if prev is None:
+            prev = x.new_zeros(x.shape[0], kernel - 1, x.shape[-1])
+        seq.cache.put(layer, torch.cat([prev, inp], dim=1)[:, x.shape[1]:])
+    return inp, prev
+
+
+def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Activation and residual around the conv output y."""
+    if cfg.activation == "silu":
+        y = F.silu(y)
+    return x + y if cfg.residual else y
+
+
+def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find):
+    """The fused kernel (``find()``) for a plain full-sequence call, as ``backend`` asks."""
+    if cfg.backend == "torch" or not x.is_cuda:
+        return None
+    kernel = find()
+    if kernel is None and cfg.backend == "triton":
+        raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
+    return kernel
 
 
 def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -121,53 +125,38 @@ class Canon(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        k = self.cfg.kernel
-        if self.cfg.init == "zero":
-            nn.init.zeros_(self.weight)
-        elif self.cfg.init == "past_average":
-            with torch.no_grad():
-                self.weight.fill_(1.0 / max(k - 1, 1))
-                self.weight[:, -1] = 0.0
-        else:  # PyTorch's Conv1d default for a depthwise conv: U(-1/sqrt(K), 1/sqrt(K))
-            bound = 1.0 / math.sqrt(self.cfg.kernel)
-            nn.init.uniform_(self.weight, -bound, bound, generator=generator)
+        init_taps(self.weight, 1, self.cfg.init, generator)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
     def forward(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """x: [B, T, C] -> [B, T, C] (``h`` is for dynamic Canon; a static layer ignores it)."""
-        if seq is None and (kernel := self._kernel(x)) is not None:
+        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_kernel)) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         bias = None if self.bias is None else self.bias.to(x.dtype)
         if seq is not None and seq.segments is not None:
             y = causal_conv_segmented(x, self.weight.to(x.dtype), bias, seq.segments)
-            return self._finish(x, y)
-        inp, prev = x, None
-        if seq is not None and seq.valid is not None:
-            inp = x * seq.valid[..., None].to(x.dtype)  # padding enters the conv as zeros
-        if seq is not None and seq.cache is not None:
-            prev = seq.cache.get(self)
-            if prev is None:
-                prev = x.new_zeros(x.shape[0], self.cfg.kernel - 1, x.shape[-1])
-            seq.cache.put(self, torch.cat([prev, inp], dim=1)[:, x.shape[1]:])
+            return finish(self.cfg, x, y)
+        inp, prev = conv_input(self, x, seq, self.cfg.kernel)
         conv = causal_conv_shifted if torch.compiler.is_compiling() else causal_conv
-        return self._finish(x, conv(inp, self.weight.to(x.dtype), bias, prev))
+        return finish(self.cfg, x, conv(inp, self.weight.to(x.dtype), bias, prev))
 
-    def _finish(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Activation and residual around the conv output y."""
-        if self.cfg.activation == "silu":
-            y = F.silu(y)
-        return x + y if self.cfg.residual else y
 
-    def _kernel(self, x: torch.Tensor):
-        """The fused kernel for a plain full-sequence call, per ``backend``."""
-        if self.cfg.backend == "torch" or not x.is_cuda:
-            return None
-        kernel = canon_kernel()
-        if kernel is None and self.cfg.backend == "triton":
-            raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
-        return kernel
+class ShortConv(Canon):
+    """The short causal depthwise conv of the original GLA/Mamba2 code (no residual): a Canon
+    layer with ``residual=False`` (so the cache keeps its tail and padding enters as zeros),
+    initialised like ``nn.Conv1d`` (weight and bias U(-1/sqrt(K), 1/sqrt(K)))."""
+
+    def __init__(self, width: int, kernel: int, activation: str, bias: bool):
+        super().__init__(width, CanonConfig(kernel=kernel, residual=False, activation=activation,
+                                            bias=bias))
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        bound = 1.0 / math.sqrt(self.cfg.kernel)
+        nn.init.uniform_(self.weight, -bound, bound, generator=generator)
+        if self.bias is not None:
+            nn.init.uniform_(self.bias, -bound, bound, generator=generator)
 
 
 class NoCanon(nn.Module):
@@ -188,6 +177,71 @@ def canon_at(cfg: CanonConfig, point: str, width: int, source: int | None = None
         return NoCanon()
     if cfg.dynamic == "none":
         return Canon(width, cfg)
-    from playground.layers.dynamic_canon import DynamicCanon
-
     return DynamicCanon(width, source or width, cfg)
+
+
+def dynamic_conv(x: torch.Tensor, w: torch.Tensor, prev: torch.Tensor | None = None,
+                 segments: torch.Tensor | None = None) -> torch.Tensor:
+    """x: [B, T, C]; w: [B, T, C, K] per-position filters (``w[..., -1]`` on the current token);
+    prev: [B, K-1, C] inputs before x; segments: [B, T] (no mixing across them)."""
+    k, t = w.shape[-1], x.shape[1]
+    xp = F.pad(x, (0, 0, k - 1, 0)) if prev is None else torch.cat([prev, x], dim=1)
+    sp = None if segments is None else F.pad(segments, (k - 1, 0), value=-2)
+    y = torch.zeros_like(x)
+    for j in range(k):
+        term = xp[:, j : j + t] * w[..., j]
+        if sp is not None:
+            term = term * (sp[:, j : j + t] == segments)[..., None].to(x.dtype)
+        y = y + term
+    return y
+
+
+class DynamicCanon(nn.Module):
+    """A dynamic Canon layer of ``width`` channels whose filters come from a ``source``-wide h."""
+
+    def __init__(self, width: int, source: int, cfg: CanonConfig):
+        super().__init__()
+        self.cfg, self.width, k = cfg, width, cfg.kernel
+        if cfg.dynamic == "lowrank":
+            self.down = nn.Linear(source, cfg.rank, bias=False)  # W1
+            self.up = nn.Linear(cfg.rank, k * width, bias=False)  # W2, rows ordered [K, C]
+            self.bias = nn.Parameter(torch.empty(k, width))
+        else:
+            if width % cfg.group:
+                raise ConfigError(f"model.canon.group={cfg.group} is invalid: expected a divisor of "
+                                  f"every Canon width (here {width})")
+            self.groups = width // cfg.group
+            self.proj = nn.Linear(source, k * self.groups, bias=False)
+            self.bias = nn.Parameter(torch.empty(k, self.groups))
+        self.reset_parameters()
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        if self.cfg.dynamic == "lowrank":
+            nn.init.normal_(self.down.weight, 0.0, 1.0 / math.sqrt(self.down.in_features), generator=generator)
+            nn.init.zeros_(self.up.weight)
+        else:
+            nn.init.zeros_(self.proj.weight)
+        init_taps(self.bias, 0, self.cfg.init, generator)  # static Canon's rule, taps first: [K, C]
+
+    def filters(self, h: torch.Tensor) -> torch.Tensor:
+        """Per-position filters [B, T, C, K] (the reference path materialises them)."""
+        b, t, _ = h.shape
+        k = self.cfg.kernel
+        if self.cfg.dynamic == "lowrank":
+            w = self.up(self.down(h)).view(b, t, k, self.width) + self.bias.to(h.dtype)
+        else:
+            g = self.proj(h).view(b, t, k, self.groups) + self.bias.to(h.dtype)
+            w = g.repeat_interleave(self.cfg.group, dim=-1)
+        return w.transpose(-1, -2)
+
+    def forward(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
+        """x: [B, T, C]; h: [B, T, source] the post-norm activation (default: x itself)."""
+        h = x if h is None else h
+        fused = self.cfg.dynamic == "lowrank" and self.cfg.activation == "none"
+        if seq is None and fused and (kernel := pick_kernel(self.cfg, x, dynamic_canon_kernel)) is not None:
+            u = self.down(h)  # [B, T, R]
+            w2 = self.up.weight.view(self.cfg.kernel, self.width, self.cfg.rank)  # [K, C, R]
+            return kernel(x.contiguous(), u.contiguous(), w2, self.bias, self.cfg.residual)
+        inp, prev = conv_input(self, x, seq, self.cfg.kernel)
+        segments = None if seq is None else seq.segments
+        return finish(self.cfg, x, dynamic_conv(inp, self.filters(h).to(x.dtype), prev, segments))

@@ -13,8 +13,6 @@ from torch import nn
 
 from playground.layers.canon import CanonConfig, canon_at
 
-MLPS = ("swiglu", "gelu", "moe", "none")
-
 
 def swiglu_width(d_model: int) -> int:
     """Llama's intermediate width: 8/3·d rounded to the nearest multiple of 64 (at least 64)."""

@@ -49,8 +49,14 @@ class AttentionConfig:
             return tag
         return self.bias if tag == "nope" else f"{tag}+{self.bias}"
 
+    def position(self) -> str:
+        """The position encoding: ``rope``, ``nope``, ``rope0.25``, ``alibi``, … (the tag)."""
+        return self.tag()
+
 
 class Attention(nn.Module):
+    Config = AttentionConfig
+
     def __init__(self, d_model: int, head_dim: int, cfg: AttentionConfig, canon: CanonConfig):
         super().__init__()
         self.n_heads, self.head_dim = d_model // head_dim, head_dim

@@ -31,9 +31,8 @@ from torch import nn
 
 from playground.errors import check
 from playground.kernels import adapters as fast
-from playground.layers.canon import CanonConfig, NoCanon, canon_at
+from playground.layers.canon import CanonConfig, NoCanon, ShortConv, canon_at
 from playground.mixers import scan
-from playground.mixers.parts import ShortConv
 
 CONVS = ("none", "conv1d")
 
@@ -75,6 +74,8 @@ class GLAConfig:
 
 
 class GLA(nn.Module):
+    Config = GLAConfig
+
     def __init__(self, d_model: int, head_dim: int, cfg: GLAConfig, canon: CanonConfig):
         super().__init__()
         self.cfg = cfg

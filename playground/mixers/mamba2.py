@@ -17,21 +17,16 @@ to recall") instead starts the layer close to linear attention: ``A = 1e-3`` so 
 and the C projection equal to the B projection (so ``C_t·B_s = (W x_t)·(W x_s)`` mimics the
 correlated query/key weights of attention), including the C channels of the conv / Canon-B.
 
-Variants, named as in the Canon paper (``variant``):
-- ``original``: conv1d on x‖B‖C;
-- ``noconv1d``: no conv (the SiLU stays);
-- ``canon_b``: no conv; Canon-B on the whole in_proj output (width 4d + 144);
-- ``canon_ab``: ``canon_b`` plus Canon-A on the mixer input (width d).
-Canon layers added by the variant use ``canon_residual`` (the paper recommends none for
-Mamba2) and the kernel/activation/bias/init of ``model.canon``; positions already listed in
-``model.canon.positions`` are not doubled (the block's Canon-A, or Canon-B from the positions,
-which then uses ``model.canon.residual``). So ``mamba2_mlp`` with ``canon=ABCD`` works with any
-variant, and ``canon_ab`` with ``canon=A`` has exactly one Canon-A.
+Variants, named as in the Canon paper: its own short convolution is a mixer option, ``conv``
+(``conv1d``: the original, on x‖B‖C; ``none``: the paper's "noconv1d", the SiLU stays); Canon
+layers come from ``model.canon`` alone, as for every backbone: Canon-B sits on the whole in_proj
+output (width 4d + 144), Canon-A on the block's mixer input. So the paper's "Mamba2 +
+Canon-AB(no-res)" is ``mixer=mamba2_noconv1d canon=AB_nores`` (the paper recommends no residual
+for Mamba2).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -41,18 +36,16 @@ from torch import nn
 
 from playground.errors import check
 from playground.kernels import adapters as fast
-from playground.layers.canon import Canon, CanonConfig, NoCanon, canon_at
+from playground.layers.canon import Canon, CanonConfig, NoCanon, ShortConv, canon_at
 from playground.mixers import scan
-from playground.mixers.parts import ShortConv
 
-VARIANTS = ("original", "noconv1d", "canon_b", "canon_ab")
+CONVS = ("conv1d", "none")
 
 
 @dataclass
 class Mamba2Config:
     name: str = "mamba2"
-    variant: str = "original"  # original | noconv1d | canon_b | canon_ab
-    canon_residual: bool = False  # residual of the Canon layers the variant adds
+    conv: str = "conv1d"  # conv1d (the published Mamba2) | none (the Canon paper's noconv1d)
     mimetic: bool = False  # mimetic initialisation (Trockman et al. 2024)
     heads: int = 16
     state: int = 64  # N, the state size per head
@@ -64,7 +57,7 @@ class Mamba2Config:
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        check(self.variant in VARIANTS, "model.mixer.variant", self.variant, f"one of {VARIANTS}")
+        check(self.conv in CONVS, "model.mixer.conv", self.conv, f"one of {CONVS}")
         for key in ("heads", "state", "conv_kernel", "chunk"):
             check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key), "an integer >= 1")
         for key in ("expand", "norm_eps"):
@@ -75,30 +68,19 @@ class Mamba2Config:
               f"one of {fast.AUTOTUNE}")
 
     def tag(self) -> str:
-        """``mamba2``, ``mamba2-noconv1d``, ``mamba2-canonAB-nores``, … plus ``mimetic`` and
-        ``h``/``s``/``e`` for non-default heads/state/expand (written for raw configs too)."""
-        names = {"original": [], "noconv1d": ["noconv1d"], "canon_b": ["canonB"],
-                 "canon_ab": ["canonAB"]}
-        variant = list(names.get(self.variant, [str(self.variant)]))  # bad values: reported by checks
-        if self.variant.startswith("canon"):
-            variant.append("res" if self.canon_residual else "nores")
-        parts = ["mamba2", *variant] + (["mimetic"] if self.mimetic else [])
+        """``mamba2``, ``mamba2-noconv1d``, plus ``mimetic`` and ``h``/``s``/``e`` for
+        non-default heads/state/expand (written for raw configs too)."""
+        conv = [] if self.conv == "conv1d" else [f"no{'conv1d' if self.conv == 'none' else self.conv}"]
+        parts = ["mamba2", *conv] + (["mimetic"] if self.mimetic else [])
         parts += [] if self.heads == 16 else [f"h{self.heads}"]
         parts += [] if self.state == 64 else [f"s{self.state}"]
         parts += [] if self.expand == 2 else [f"e{self.expand:g}"]
         return "-".join(parts)
 
 
-def _canon(canon: CanonConfig, point: str, width: int, source: int, by_variant: bool,
-           residual: bool) -> nn.Module:
-    """Canon at ``point``: from model.canon.positions if listed there, else added by the variant
-    (with the variant's residual choice), else none. Static or dynamic as ``model.canon`` says."""
-    if point not in canon.positions and by_variant:
-        canon = dataclasses.replace(canon, positions=point, residual=residual)
-    return canon_at(canon, point, width, source=source)
-
-
 class Mamba2(nn.Module):
+    Config = Mamba2Config
+
     def __init__(self, d_model: int, head_dim: int, cfg: Mamba2Config, canon: CanonConfig):
         super().__init__()
         self.cfg = cfg
@@ -108,13 +90,10 @@ class Mamba2(nn.Module):
         self.inner, self.heads, self.n = inner, cfg.heads, cfg.state
         self.head_p = inner // cfg.heads
         width = 2 * inner + 2 * cfg.state + cfg.heads  # z, x, B, C, dt
-        self.canon_a = NoCanon() if "A" in canon.positions else _canon(  # else the block's
-            canon, "A", d_model, d_model, cfg.variant == "canon_ab", cfg.canon_residual)
         self.in_proj = nn.Linear(d_model, width, bias=False)
-        self.canon_b = _canon(canon, "B", width, d_model, cfg.variant in ("canon_b", "canon_ab"),
-                              cfg.canon_residual)
+        self.canon_b = canon_at(canon, "B", width, source=d_model)
         self.conv1d = (ShortConv(inner + 2 * cfg.state, cfg.conv_kernel, "none", bias=True)
-                       if cfg.variant == "original" else NoCanon())
+                       if cfg.conv == "conv1d" else NoCanon())
         self.dt_bias = nn.Parameter(torch.empty(cfg.heads))
         self.A_log = nn.Parameter(torch.empty(cfg.heads))
         self.D = nn.Parameter(torch.empty(cfg.heads))
@@ -152,7 +131,6 @@ class Mamba2(nn.Module):
 
     def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
         b, t, _ = x.shape
-        x = self.canon_a(x, seq)
         zxbcdt = self.canon_b(self.in_proj(x), seq, x)
         z, xbc, dt = zxbcdt.split([self.inner, self.inner + 2 * self.n, self.heads], dim=-1)
         xbc = F.silu(self.conv1d(xbc, seq))

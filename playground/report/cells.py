@@ -1,100 +1,68 @@
-"""From run directories to heatmap cells: the data side of ``playground-report``.
+"""From the run table to heatmap cells: the data side of ``playground-report``.
 
 Every run is named in the paper's vocabulary (panel ``depo1_K8``, row ``N=225``, architecture
-``llama_nope``, canon ``abcd_res``, size ``12L768D``) so our cells line up with
-``results/paper/heatmaps.csv``. A cell is the best finished run over learning rates and seeds
-(the paper's choice), optionally the mean ± spread over seeds at the best learning rate. Runs
-that failed, diverged or are missing are shown as such and never mixed into a value.
+``llama_nope``, canon ``abcd_res``, size ``12L768D``) from the fields of its record, so our cells
+line up with the paper's (``data/paper_heatmaps.csv``). A cell is the best finished run over
+learning rates and seeds (the paper's choice), optionally the mean ± spread over seeds at the
+best learning rate. Runs that failed, diverged or are missing are shown as such and never mixed
+into a value.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
 
+from playground.config import CanonConfig, canon_details
 from playground.errors import ConfigError
-from playground.run import rundir
 
-SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")
 PENDING = ("running", "preempted", "interrupted")  # unfinished but resumable: not failures
 LOWER_IS_BETTER = ("kl", "mass_outside", "loss", "ppl")  # and every *_loss
 ROPE_NAMES = {"rope": "llama_rope", "nope": "llama_nope", "rope0.25": "llama_rope_quarter"}
 CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]
-PAPER_CSV = Path(__file__).resolve().parents[2] / "results" / "paper" / "heatmaps.csv"
+PAPER_CSV = Path(__file__).resolve().parent / "data" / "paper_heatmaps.csv"
 
 
 def size_order(size: str) -> tuple:
     """Sizes in the paper's column order: by layers, then width (8L512D, 8L768D, 12L512D, …)."""
-    import re
-
     m = re.match(r"(\d+)L(\d+)D", str(size))
     return (0, int(m.group(1)), int(m.group(2)), "") if m else (1, 0, 0, str(size))
 
 
 def architecture(run: pd.Series) -> str:
-    mixer, tag = run.get("mixer"), str(run.get("mixer_tag"))
+    """``llama_rope``, ``llama_nope``, ``llama_rope_quarter``, ``gla``, ``mamba2``,
+    ``mamba2_mlp``… from the record's mixer, its position encoding and the MLP."""
+    mixer = run.get("record.arch.mixer")
     if mixer == "attention":
-        return ROPE_NAMES.get(tag, f"llama_{tag}")
+        position = str(run.get("record.arch.position"))
+        return ROPE_NAMES.get(position, f"llama_{position}")
     if mixer == "mamba2":
-        return "mamba2" if run.get("mlp") == "none" else "mamba2_mlp"
+        return "mamba2" if run.get("record.arch.mlp") == "none" else "mamba2_mlp"
     return str(mixer)
 
 
 def canon_id(run: pd.Series) -> str:
-    """``abcd_res``, ``ab_nores``, ``conv1d``, ``noconv1d``, ``none``… as in the paper's figures."""
-    tag = str(run.get("canon"))
-    if tag != "none":
-        parts = tag.split("-")
-        rest = [p for p in parts[1:] if p != "nores"]
-        return "_".join([parts[0].lower(), "nores" if "nores" in parts else "res", *rest])
-    mixer_tag = str(run.get("mixer_tag"))
-    for marker, name in (("canonAB-nores", "ab_nores"), ("canonAB-res", "ab_res"),
-                         ("canonB-nores", "b_nores"), ("canonB-res", "b_res"), ("noconv1d", "noconv1d")):
-        if marker in mixer_tag:
-            return name
-    if "conv1d" in mixer_tag or (run.get("mixer") == "mamba2"):
+    """``abcd_res``, ``ab_nores``, ``conv1d``, ``noconv1d``, ``none``… as in the paper's figures,
+    from the record's Canon fields and the mixer's own short convolution (``conv``)."""
+    positions = run.get("record.canon.positions")
+    if isinstance(positions, str) and positions:
+        details = [d for d in _canon_details(run) if d != "nores"]
+        residual = "res" if run.get("record.canon.residual") else "nores"
+        return "_".join(["".join(sorted(positions)).lower(), residual, *details])
+    if run.get("record.arch.conv") == "conv1d":
         return "conv1d"
-    return "none"
+    return "noconv1d" if run.get("record.arch.mixer") == "mamba2" else "none"
 
 
-def panel_and_row(run: pd.Series) -> tuple[str, str, float]:
-    """Panel (a heatmap), row label, and a sort key for the row (its difficulty)."""
-    task, preset = run.get("task_name"), str(run.get("task"))
-    diff = {k.split(".", 1)[1]: v for k, v in run.items()
-            if str(k).startswith("difficulty.") and not (isinstance(v, float) and np.isnan(v))}
-    if task == "depo":
-        return f"{preset.split('_')[0]}_K{int(diff['K'])}", f"N={int(diff['N'])}", float(diff["N"])
-    if task == "lano":
-        grammar = str(diff.get("grammar"))
-        return "lano", grammar, float(sum(map(ord, grammar)))
-    key, value = next(iter(diff.items()), ("", ""))
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    label = "-".join(map(str, value)) if isinstance(value, list) else value
-    order = float(max(value)) if isinstance(value, list) else float(value) if str(value).isdigit() else 0.0
-    return str(preset), f"{key}={label}", order
-
-
-def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """Keep runs whose recorded config hash matches their config.yaml and whose directory is
-    the one their config declares (``out_dir``); return the rest as messages (refused)."""
-    keep, problems = [], []
-    for i, run in frame.iterrows():
-        path = Path(run["run_dir"])
-        if run.get("status") != "finished" or not (path / "config.yaml").exists():
-            keep.append(i)
-            continue
-        config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"))
-        if run.get("config_hash") not in (None, rundir.config_hash(config)):
-            problems.append(f"{path}: config.yaml does not match the config hash in summary.json")
-        elif config.get("out_dir") and Path(config["out_dir"]).name != path.name:
-            problems.append(f"{path}: its config declares another run directory ({config['out_dir']})")
-        else:
-            keep.append(i)
-    return frame.loc[keep], problems
+def _canon_details(run: pd.Series) -> list[str]:
+    """What differs from a plain residual Canon layer, by the run names' own rule."""
+    get = lambda key: run.get(f"record.canon.{key}")  # noqa: E731
+    return canon_details(CanonConfig(kernel=int(get("kernel")), residual=bool(get("residual")),
+                                     bias=bool(get("bias")), activation=get("activation"), init=get("init"),
+                                     dynamic=get("dynamic"), after_every_linear=bool(get("after_every_linear"))))
 
 
 def lower_is_better(metric: str | None) -> bool:
@@ -118,25 +86,30 @@ def metric_column(frame: pd.DataFrame, metric: str) -> str:
 
 def annotate(frame: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     """Add the paper-vocabulary columns and each run's value(s) to a ``load_runs`` frame: the
-    paper's metric (Depo: accuracy at k = K and K/2; else the task's primary metric), or
-    ``metric`` when given (``kl``, ``acc_k1``, ``final_loss``…)."""
+    metrics its task states (the primary, and the secondary where there is one: Depo's accuracy
+    at k = K and K/2), or ``metric`` when given (``kl``, ``acc_k1``, ``final_loss``…)."""
     frame = frame.copy()
     if frame.empty:
         return frame.assign(**{k: [] for k in CELL_KEYS + ["value", "value2"]})
-    named = frame.apply(panel_and_row, axis=1, result_type="expand")
-    frame["panel"], frame["row"], frame["row_order"] = named[0], named[1], named[2]
+    frame["panel"], frame["row"] = frame["record.task.panel"], frame["record.task.row"]
+    frame["row_order"] = pd.to_numeric(frame["record.task.row_order"], errors="coerce")
     frame["architecture"] = frame.apply(architecture, axis=1)
     frame["canon"] = frame.apply(canon_id, axis=1)
     if metric:
         frame["value"], frame["value2"] = pd.to_numeric(frame[metric_column(frame, metric)], errors="coerce"), np.nan
     else:
-        is_depo = frame["task_name"] == "depo"
-        primary = pd.to_numeric(frame.get("primary"), errors="coerce")
-        frame["value"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K"), errors="coerce"), primary)
-        frame["value2"] = np.where(is_depo, pd.to_numeric(frame.get("metrics.acc_at_K2"), errors="coerce"), np.nan)
+        frame["value"] = _stated(frame, "record.task.metric")
+        frame["value2"] = _stated(frame, "record.task.metric2")
     order = frame.groupby("panel")["row_order"].rank(method="dense").astype(int) - 1
     frame["row_index"] = order
     return frame
+
+
+def _stated(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Each run's value of the metric named in its ``column`` (NaN where none is named)."""
+    names = frame.get(column, pd.Series(None, index=frame.index))
+    return pd.Series([pd.to_numeric(run.get(f"metrics.{name}"), errors="coerce") if isinstance(name, str)
+                      else np.nan for name, (_, run) in zip(names, frame.iterrows())], index=frame.index, dtype=float)
 
 
 def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
@@ -204,7 +177,7 @@ def versus_paper(ours: pd.DataFrame, figure: int) -> pd.DataFrame:
 # -- Capo ------------------------------------------------------------------------------------
 
 
-CAPO_COLUMNS = {"difficulty.N": "N", "difficulty.E": "E", "size": "size", "arch": "arch",
+CAPO_COLUMNS = {"record.task.difficulty.N": "N", "record.task.difficulty.E": "E", "size": "size", "arch": "arch",
                 "metrics.params_used": "params", "metrics.bits": "bits",
                 "metrics.bits_per_param": "bits_per_param", "metrics.bits_upper": "bits_upper",
                 "lr": "lr", "seed": "seed", "step": "step", "run": "run"}
@@ -213,11 +186,11 @@ CAPO_COLUMNS = {"difficulty.N": "N", "difficulty.E": "E", "size": "size", "arch"
 def capo_table(runs: pd.DataFrame, best: bool = True) -> pd.DataFrame:
     """Finished Capo runs as rows (N, E, size, arch, params, bits, …); with ``best``, only the
     run with the most bits per (N, E, arch, size): the paper's best over a learning-rate grid."""
-    if runs.empty or "task_name" not in runs or "metrics.bits" not in runs:
+    if runs.empty or "record.task.family" not in runs or "metrics.bits" not in runs:
         return pd.DataFrame(columns=list(CAPO_COLUMNS.values()))
-    keep = (runs["task_name"] == "capo") & (runs["status"] == "finished") & runs["metrics.bits"].notna()
+    keep = (runs["record.task.family"] == "capo") & (runs["status"] == "finished") & runs["metrics.bits"].notna()
     df = runs[keep].copy()
-    df["arch"] = df["mixer_tag"].astype(str) + " canon-" + df["canon"].astype(str)
+    df["arch"] = df["record.arch.label"].astype(str) + " canon-" + df["record.canon.label"].astype(str)
     df = df[[c for c in CAPO_COLUMNS if c in df]].rename(columns=CAPO_COLUMNS)
     if best and not df.empty:
         df = df.loc[df.groupby(["N", "E", "arch", "size"])["bits"].idxmax()]

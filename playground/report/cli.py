@@ -1,85 +1,45 @@
 """``playground-report``: tables and figures from run directories (the only source of truth).
 
-    playground-report heatmap RESULTS [--agg best|mean] [--vs-paper FIG | --metric NAME] [--out DIR]
-    playground-report curves RESULTS [--match TEXT]       # accuracy per k over training steps
-    playground-report depth RESULTS                        # accuracy by Brevo depth / Depo hop count k
-    playground-report bars RESULTS                         # MQAR accuracy by width and variant
-    playground-report capo RESULTS                         # Capo learned bits vs parameters
-    playground-report table RESULTS                        # every run, one line each
-
-:func:`load_runs` reads every run directory under a folder (any depth) into one DataFrame;
-``playground.report.cells`` turns it into cells (best over learning rates and seeds, or mean ±
-spread), ``playground.report.plots`` draws them. Outputs (PNG, SVG, CSV, markdown) go to
-``RESULTS/report/`` unless ``--out`` says otherwise, written atomically.
+Every command reads the run directories under RESULTS (any depth) into one table
+(``playground.report.table``), from the fields each run records of itself, and writes its
+outputs (PNG, SVG, CSV, markdown) to ``RESULTS/report/`` unless ``out=`` says otherwise,
+atomically. ``playground.report.cells`` turns the table into heatmap cells, ``plots`` draws them.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
 
+from playground.cli import Args, Command, atomic_write
+from playground.cli import main as cli_main
 from playground.errors import ConfigError
 from playground.report import cells as aggregate
 from playground.report import plots
-from playground.report.cells import capo_table  # noqa: F401 - part of this module's API
-from playground.report.plots import plot_capo, save_figure  # noqa: F401
-from playground.run.rundir import MetricsLog, atomic_write, read_json
+from playground.report.cells import capo_table
+from playground.report.plots import plot_capo, save_figure
+from playground.report.table import check_integrity, load_runs
+from playground.run.rundir import MetricsLog
+
+OUT = {"out": ("", "output folder (default: RESULTS/report)")}
 
 
-def flatten(tree: dict, prefix: str = "") -> dict:
-    """{"a": {"b": 1}} -> {"a.b": 1}; lists stay values."""
-    flat: dict = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
+def _out(args: Args) -> Path:
+    return Path(args["out"]) if args["out"] else Path(args.positional[0]) / "report"
 
 
-def run_dirs(root: Path) -> list[Path]:
-    """Every directory under ``root`` (or ``root`` itself) holding a summary.json."""
-    root = Path(root)
-    return sorted(p.parent for p in root.rglob("summary.json") if "checkpoints" not in p.parts)
-
-
-def load_runs(path: str | Path) -> pd.DataFrame:
-    """One row per run directory under ``path``: the flattened summary.json (``status``,
-    ``metrics.*``, ``params.*``, ``difficulty.*``, ``size``, ``lr``, …), the flattened resolved
-    config under ``config.`` (``config.task.N``, ``config.model.d_model``, …), and ``run_dir``
-    / ``run`` (the directory, and its path relative to ``path``)."""
-    root = Path(path)
-    rows = []
-    for d in run_dirs(root):
-        row = flatten(read_json(d / "summary.json"))
-        if (d / "config.yaml").exists():
-            config = OmegaConf.to_container(OmegaConf.load(d / "config.yaml"))
-            config.pop("hydra", None)
-            row.update(flatten(config, "config."))
-        row["run_dir"], row["run"] = str(d), str(d.relative_to(root)) if d != root else d.name
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _out(args: argparse.Namespace) -> Path:
-    return Path(args.out) if args.out else Path(args.results) / "report"
-
-
-def _runs(args: argparse.Namespace) -> pd.DataFrame:
-    results = Path(args.results)
+def _runs(args: Args) -> pd.DataFrame:
+    results = Path(args.positional[0])
     if not results.is_dir():
-        print(f"playground-report: {results} is not a directory", file=sys.stderr)
-        raise SystemExit(2)
+        raise ConfigError(f"RESULTS={results} is invalid: expected a folder of run directories")
     frame = load_runs(results)
     if frame.empty:
         print(f"playground-report: no run directory under {results}", file=sys.stderr)
         raise SystemExit(1)
-    frame, refused = aggregate.check_integrity(frame)
+    frame, refused = check_integrity(frame)
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)
     return frame
@@ -93,9 +53,8 @@ def markdown(cells: pd.DataFrame, percent: bool = True) -> str:
         sizes = sorted(block["size"].unique(), key=aggregate.size_order)
         parts.append(f"### {panel}: {plots.variant_label(arch, canon)}\n")
         parts.append("| | " + " | ".join(sizes) + " |\n|---" * 1 + "|---" * len(sizes) + "|")
-        depo = percent and "_K" in panel
         for row, rb in block.sort_values("row_index").groupby("row", sort=False):
-            by_size = {c["size"]: plots.cell_text(c["value"], c["value2"], c["status"], depo, percent)
+            by_size = {c["size"]: plots.cell_text(c["value"], c["value2"], c["status"], percent)
                        + _spread(c, percent) for _, c in rb.iterrows()}
             parts.append(f"| {row} | " + " | ".join(by_size.get(sz, "—") for sz in sizes) + " |")
         parts.append("")
@@ -112,29 +71,30 @@ def _spread(cell: pd.Series, percent: bool) -> str:
     return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
 
 
-def cmd_heatmap(args: argparse.Namespace) -> int:
-    if args.metric and args.vs_paper:
-        print("playground-report: --vs-paper compares the paper's accuracies; drop --metric", file=sys.stderr)
-        return 2
-    frame = aggregate.annotate(_runs(args), args.metric)
-    frame = frame[frame["task_name"].isin(["depo", "brevo", "mano", "lano", "mqar", "reverse"])]
-    lower = aggregate.lower_is_better(args.metric)
-    percent = aggregate.is_accuracy(args.metric)
-    cells = aggregate.cells(frame, args.agg, lower)
-    out, suffix = _out(args), f"_{args.metric}" if args.metric else ""
+def cmd_heatmap(args: Args) -> int:
+    metric, agg = args["metric"], args.choice("agg", ("best", "mean"))
+    figure = args.int("vs_paper", minimum=0) if args["vs_paper"] else None
+    if metric and figure:
+        raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
+    frame = aggregate.annotate(_runs(args), metric)
+    frame = frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
+    lower = aggregate.lower_is_better(metric)
+    percent = aggregate.is_accuracy(metric)
+    cells = aggregate.cells(frame, agg, lower)
+    out, suffix = _out(args), f"_{metric}" if metric else ""
     atomic_write(out / f"cells{suffix}.csv", cells.to_csv(index=False).encode())
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
-    what = f"{args.metric} ({'lower' if lower else 'higher'} is better), " if args.metric else ""
-    how = "best run over learning rates and seeds" if args.agg == "best" else "seed mean at the best learning rate"
+    what = f"{metric} ({'lower' if lower else 'higher'} is better), " if metric else ""
+    how = "best run over learning rates and seeds" if agg == "best" else "seed mean at the best learning rate"
     for panel, block in cells.groupby("panel"):
         save_figure(plots.heatmap_figure(block, f"{panel}: {what}{how}", percent, lower),
                     out / f"heatmap_{panel}{suffix}.png")
-    if args.vs_paper:
-        versus = aggregate.versus_paper(cells, args.vs_paper)
-        atomic_write(out / f"vs_paper_fig{args.vs_paper}.csv", versus.to_csv(index=False).encode())
+    if figure:
+        versus = aggregate.versus_paper(cells, figure)
+        atomic_write(out / f"vs_paper_fig{figure}.csv", versus.to_csv(index=False).encode())
         for panel, block in versus.groupby("panel"):
-            save_figure(plots.versus_figure(block, f"Figure {args.vs_paper}, {panel}: ours vs the paper"),
-                        out / f"vs_paper_fig{args.vs_paper}_{panel}.png")
+            save_figure(plots.versus_figure(block, f"Figure {figure}, {panel}: ours vs the paper"),
+                        out / f"vs_paper_fig{figure}_{panel}.png")
     failed, pending = int((cells["status"] == "failed").sum()), int((cells["status"] == "pending").sum())
     print(markdown(cells, percent))
     print(f"wrote {out}/cells{suffix}.csv, cells{suffix}.md and {cells['panel'].nunique()} heatmap(s)"
@@ -143,11 +103,11 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_curves(args: argparse.Namespace) -> int:
-    frame = _runs(args)
+def cmd_curves(args: Args) -> int:
+    frame, limit = _runs(args), args.int("limit", minimum=1)
     records = {}
     for _, run in frame.iterrows():
-        if args.match and args.match not in run["run"]:
+        if args["match"] and args["match"] not in run["run"]:
             continue
         evals = [r for r in MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records() if r.get("split") == "eval"]
         if evals:
@@ -156,21 +116,19 @@ def cmd_curves(args: argparse.Namespace) -> int:
         print("playground-report: no run with evaluations matches", file=sys.stderr)
         return 1
     out = _out(args)
-    save_figure(plots.curves_figure(dict(list(records.items())[: args.limit])), out / "curves.png")
-    print(f"wrote {out}/curves.png ({min(len(records), args.limit)} runs)")
+    save_figure(plots.curves_figure(dict(list(records.items())[:limit])), out / "curves.png")
+    print(f"wrote {out}/curves.png ({min(len(records), limit)} runs)")
     return 0
 
 
-DEPTH_METRICS = {"brevo": "metrics.acc_depth", "depo": "metrics.acc_k"}  # ...<d>: accuracy at depth / hop d
-
-
 def depth_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy by depth (Brevo: dependency depth; Depo: hop count k), one row per cell, variant
-    and depth: the mean and spread over seeds at the learning rate ``bars`` picks for the cell
-    (``aggregate.cells(…, "mean")``)."""
+    """Accuracy by depth (the per-depth metric its task states: Brevo's dependency depth,
+    Depo's hop count k), one row per cell, variant and depth: the mean and spread over seeds at
+    the learning rate ``bars`` picks for the cell (``aggregate.cells(…, "mean")``); the column
+    ``depth_metric`` names it."""
     frame = aggregate.annotate(frame)
-    frame = frame[frame["task_name"].isin(DEPTH_METRICS) & (frame["status"] == "finished")]
-    columns = [*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds"]
+    frame = frame[frame["record.task.depth_metric"].notna() & (frame["status"] == "finished")]
+    columns = [*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds", "depth_metric"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     cells = aggregate.cells(frame, "mean")
@@ -178,33 +136,33 @@ def depth_table(frame: pd.DataFrame) -> pd.DataFrame:
     chosen = frame.merge(cells.loc[cells["status"] == "finished", keys], on=keys)  # each cell's runs at that lr
     rows = []
     for key, at_lr in chosen.groupby(keys, dropna=False):
-        prefix = DEPTH_METRICS[at_lr["task_name"].iloc[0]]
+        name = at_lr["record.task.depth_metric"].iloc[0]
+        prefix = f"metrics.{name}"
         depths = sorted(int(c[len(prefix):]) for c in at_lr if c.startswith(prefix) and c[len(prefix):].isdigit())
         for depth in depths:
             acc = pd.to_numeric(at_lr[f"{prefix}{depth}"], errors="coerce").dropna()
             if len(acc):
-                rows.append({**dict(zip(keys, key)), "depth": depth, "acc": acc.mean(),
-                             "spread": acc.std(), "seeds": len(acc), "variant": plots.variant_label(key[4], key[5])})
+                rows.append({**dict(zip(keys, key)), "depth": depth, "acc": acc.mean(), "spread": acc.std(),
+                             "seeds": len(acc), "variant": plots.variant_label(key[4], key[5]), "depth_metric": name})
     return pd.DataFrame(rows, columns=columns)
 
 
-def cmd_depth(args: argparse.Namespace) -> int:
+def cmd_depth(args: Args) -> int:
     table = depth_table(_runs(args))
     if table.empty:
-        print("playground-report: no finished Brevo or Depo run with accuracy by depth", file=sys.stderr)
+        print("playground-report: no finished run of a task with accuracy by depth (Brevo, Depo)", file=sys.stderr)
         return 1
     out = _out(args)
-    atomic_write(out / "depth.csv", table.to_csv(index=False).encode())
-    for (panel, row, size), block in table.groupby(["panel", "row", "size"]):
-        axis = "k (hops)" if block["panel"].iloc[0].startswith("depo") else "dependency depth"
-        fig = plots.bars_figure(block, "depth", "variant", "acc", f"{panel} {row} {size}: accuracy by {axis}",
+    atomic_write(out / "depth.csv", table.drop(columns="depth_metric").to_csv(index=False).encode())
+    for (panel, row, size, name), block in table.groupby(["panel", "row", "size", "depth_metric"]):
+        fig = plots.bars_figure(block, "depth", "variant", "acc", f"{panel} {row} {size}: accuracy by depth ({name}<d>)",
                                 "accuracy (%)")
         save_figure(fig, out / f"depth_{panel}_{row.replace('=', '')}_{size}.png")
     print(f"wrote {out}/depth.csv and figures ({len(table)} bars)")
     return 0
 
 
-def cmd_bars(args: argparse.Namespace) -> int:
+def cmd_bars(args: Args) -> int:
     cells = aggregate.cells(aggregate.annotate(_runs(args)), "mean")
     cells = cells[cells["status"] == "finished"].copy()
     cells["variant"] = [plots.variant_label(a, c) for a, c in zip(cells["architecture"], cells["canon"])]
@@ -217,7 +175,7 @@ def cmd_bars(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_table(args: argparse.Namespace) -> int:
+def cmd_table(args: Args) -> int:
     frame = aggregate.annotate(_runs(args))
     cols = [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr", "seed",
                         "value", "value2", "error") if c in frame]
@@ -230,10 +188,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_capo(args: argparse.Namespace) -> int:
+def cmd_capo(args: Args) -> int:
     table = capo_table(_runs(args))
     if table.empty:
-        print(f"playground-report: no finished Capo run under {args.results}", file=sys.stderr)
+        print(f"playground-report: no finished Capo run under {args.positional[0]}", file=sys.stderr)
         return 1
     out = _out(args)
     atomic_write(out / "capo_bits.csv", table.to_csv(index=False).encode())
@@ -245,42 +203,31 @@ def cmd_capo(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {
-    "heatmap": (cmd_heatmap, "3×4 heatmaps per task panel and variant (best over lr and seeds)"),
-    "curves": (cmd_curves, "accuracy per k over training steps (Figure 8/16 style)"),
-    "depth": (cmd_depth, "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds"),
-    "bars": (cmd_bars, "accuracy by size and variant, mean ± spread over seeds (MQAR)"),
-    "capo": (cmd_capo, "learned bits vs parameters (Capo capacity), one series per N"),
-    "table": (cmd_table, "every run, one line each (and runs.csv with all its metrics)"),
-}
+R = ("RESULTS",)
+COMMANDS = [
+    Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)", cmd_heatmap,
+            {"agg": ("best", "best: the best run over lr and seeds (the paper); mean: best lr by the seed mean"),
+             "metric": ("", "show this metric instead of the task's (kl, acc_k1, final_loss…; kl and "
+                            "losses: lower is better); outputs get the suffix _NAME"),
+             "vs_paper": ("", "also compare with the paper's Figure N (report/data/paper_heatmaps.csv)"), **OUT},
+            R, examples=("playground-report heatmap results/fig7_mini vs_paper=7",
+                         "playground-report heatmap results/fig7_mini metric=kl agg=mean out=results/mini/fig7_lano")),
+    Command("curves", "accuracy per k over training steps (Figure 8/16 style)", cmd_curves,
+            {"match": ("", "only runs whose path contains this text"), "limit": ("12", "at most this many runs"),
+             **OUT}, R, examples=("playground-report curves results/fig7_mini match=depo1",)),
+    Command("depth", "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds",
+            cmd_depth, dict(OUT), R, examples=("playground-report depth results/gla_canon_mini",)),
+    Command("bars", "accuracy by size and variant, mean ± spread over seeds (MQAR)", cmd_bars, dict(OUT), R,
+            examples=("playground-report bars results/mqar_mini out=results/mini/mqar",)),
+    Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo, dict(OUT), R,
+            examples=("playground-report capo results/capo",)),
+    Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table, dict(OUT), R,
+            examples=("playground-report table results/fig7_mini",)),
+]
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="playground-report", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (func, help_text) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("results", help="a folder of run directories (searched at any depth)")
-        cmd.add_argument("--out", help="output folder (default: RESULTS/report)")
-        cmd.set_defaults(func=func)
-        if name == "heatmap":
-            cmd.add_argument("--agg", choices=("best", "mean"), default="best",
-                             help="best run over lr and seeds (the paper), or best lr by the seed mean")
-            cmd.add_argument("--vs-paper", type=int, metavar="FIG",
-                             help="also compare with the paper's Figure FIG (results/paper/heatmaps.csv)")
-            cmd.add_argument("--metric", metavar="NAME",
-                             help="show this metric instead of the paper's (kl, acc_k1, final_loss…; "
-                                  "kl and losses: lower is better); outputs get the suffix _NAME")
-        if name == "curves":
-            cmd.add_argument("--match", default="", help="only runs whose path contains this text")
-            cmd.add_argument("--limit", type=int, default=12, help="at most this many runs")
-    args = parser.parse_args(argv)
-    try:
-        code = args.func(args)
-    except ConfigError as err:  # a bad argument found in the runs (e.g. --metric no run records)
-        print(f"playground-report: {err}", file=sys.stderr)
-        code = 2
-    raise SystemExit(code)
+    cli_main("playground-report", "tables and figures from run directories", COMMANDS, argv)
 
 
 if __name__ == "__main__":

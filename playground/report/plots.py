@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from playground.cli import atomic_write  # noqa: E402
 from playground.report.cells import size_order  # noqa: E402
-from playground.run.rundir import atomic_write  # noqa: E402
 
 # white (0%) → deep green (100%), like the paper's accuracy heatmaps
 CMAP = LinearSegmentedColormap.from_list("acc", ["#ffffff", "#c7e9c0", "#41ab5d", "#005a32"])
@@ -33,14 +33,15 @@ def save_figure(fig: Figure, path: Path) -> None:
         atomic_write(path.with_suffix(f".{fmt}"), buf.getvalue())
 
 
-def cell_text(value: float, value2: float, status: str, depo: bool, percent: bool = True) -> str:
-    """The paper's cell format: Depo ``acc(K)/acc(K/2)%``, other tasks ``x.x%``; a metric that is
-    not an accuracy (``percent=False``: KL, a loss) with 3 significant digits."""
+def cell_text(value: float, value2: float, status: str, percent: bool = True) -> str:
+    """The paper's cell format: ``x.x%``, or ``acc(K)/acc(K/2)%`` where the task states a
+    second metric (Depo); a metric that is not an accuracy (``percent=False``: KL, a loss) with
+    3 significant digits."""
     if status in ("failed", "pending"):
         return status
     if status != "finished" or np.isnan(value):
         return "—"
-    if depo:
+    if percent and not np.isnan(value2):
         return f"{100 * value:.0f}/{100 * value2:.0f}%"
     return f"{100 * value:.1f}%" if percent else f"{value:#.3g}"
 
@@ -66,11 +67,10 @@ def variant_label(architecture: str, canon: str) -> str:
 def _grid(block: pd.DataFrame, rows: list[str], sizes: list[str], percent: bool = True):
     values = np.full((len(rows), len(sizes)), np.nan)
     texts = [["—"] * len(sizes) for _ in rows]
-    depo = percent and block["panel"].str.contains("_K").any()
     for _, c in block.iterrows():
         i, j = rows.index(c["row"]), sizes.index(c["size"])
         values[i, j] = c["value"] if c["status"] == "finished" else np.nan
-        texts[i][j] = cell_text(c["value"], c.get("value2", np.nan), c["status"], depo, percent)
+        texts[i][j] = cell_text(c["value"], c.get("value2", np.nan), c["status"], percent)
     return values, texts
 
 
@@ -120,7 +120,6 @@ def versus_figure(table: pd.DataFrame, title: str) -> Figure:
     variants = list(dict.fromkeys(zip(table["architecture"], table["canon"])))
     fig = Figure(figsize=(10.5, 1.1 + 1.45 * len(variants)))
     axes = fig.subplots(len(variants), 3, squeeze=False)
-    depo = table["panel"].str.contains("_K").any()
     for r, (arch, canon) in enumerate(variants):
         block = table[(table["architecture"] == arch) & (table["canon"] == canon)]
         rows = list(block.sort_values("row_index")["row_paper"].unique())
@@ -130,9 +129,9 @@ def versus_figure(table: pd.DataFrame, title: str) -> Figure:
         for _, c in block.iterrows():
             i, j = rows.index(c["row_paper"]), sizes.index(c["size"])
             grids["paper"][i, j] = c["value_paper"]
-            texts["paper"][i][j] = cell_text(c["value_paper"], c["value2_paper"], "finished", depo)
+            texts["paper"][i][j] = cell_text(c["value_paper"], c["value2_paper"], "finished")
             grids["ours"][i, j] = c["value_ours"]
-            texts["ours"][i][j] = cell_text(c["value_ours"], c["value2_ours"], c["status"], depo)
+            texts["ours"][i][j] = cell_text(c["value_ours"], c["value2_ours"], c["status"])
             if not np.isnan(c["diff"]):
                 texts["diff"][i][j] = f"{100 * c['diff']:+.0f}"
         label = variant_label(arch, canon)

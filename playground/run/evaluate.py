@@ -10,21 +10,18 @@ setting; metrics are printed and written to ``<run>/eval.json`` (or ``out=``), a
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from playground.cli import fail, int_arg, parse_args
+from playground.cli import Args, Command, write_json
+from playground.cli import main as cli_main
 from playground.config import from_container
 from playground.errors import ConfigError
 from playground.model import build_model
 from playground.run import rundir as runs
 from playground.run.device import pick_device
 from playground.tasks import build_task
-
-USAGE = __doc__
-KNOWN = {"checkpoint": "", "eval_size": "0", "batch_size": "64", "device": "auto", "out": ""}
 
 
 def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_size: int = 64,
@@ -48,27 +45,34 @@ def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_
             "primary_metric": task.primary_metric, "metrics": metrics}
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help") or "=" in argv[0]:
-        print(USAGE)
-        raise SystemExit(0 if argv and argv[0] in ("-h", "--help") else 2)
-    run_dir = Path(argv[0])
-    args, extra = parse_args(argv[1:], KNOWN)
-    if extra:
-        fail(f"unknown argument(s) {extra}; known: {sorted(KNOWN)}")
+def cmd_eval(args: Args) -> None:
+    run_dir = Path(args.positional[0])
     if not (run_dir / "config.yaml").exists():
-        fail(f"{run_dir} is not a run directory (no config.yaml)")
+        raise ConfigError(f"RUN_DIR={run_dir} is invalid: not a run directory (no config.yaml)")
     try:
-        result = evaluate_run(run_dir, args["checkpoint"], int_arg(args, "eval_size"),
-                              int_arg(args, "batch_size", 1), args["device"])
-    except (ConfigError, FileNotFoundError) as err:
-        fail(str(err))
+        result = evaluate_run(run_dir, args["checkpoint"], args.int("eval_size"), args.int("batch_size", 1),
+                              args["device"])
+    except FileNotFoundError as err:
+        raise ConfigError(str(err)) from None
     for key, value in result["metrics"].items():
         print(f"{key:>16s}  {value:.4f}")
     out = Path(args["out"]) if args["out"] else run_dir / "eval.json"
-    runs.write_json(out, result)
+    write_json(out, result)
     print(f"wrote {out}")
+
+
+COMMAND = Command(
+    "", "evaluate a run's checkpoint on its task's fixed eval set; metrics go to RUN_DIR/eval.json", cmd_eval,
+    {"checkpoint": ("", "a checkpoint file (default: the run's latest)"),
+     "eval_size": ("0", "eval examples (0: the run's task.eval_size)"),
+     "batch_size": ("64", "examples per batch"), "device": ("auto", "auto, cpu, cuda or cuda:N"),
+     "out": ("", "the JSON file to write (default: RUN_DIR/eval.json)")},
+    ("RUN_DIR",), examples=("playground-eval results/default/<run>",
+                            "playground-eval results/default/<run> eval_size=2000 device=cpu out=eval.json"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli_main("playground-eval", "re-evaluate a trained run", [COMMAND], argv)
 
 
 if __name__ == "__main__":

@@ -23,15 +23,14 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from playground.config import Config, TrainConfig
+from playground.config import Config, TrainConfig, autocast_for
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM, build_model
-from playground.run import distributed
 from playground.run import rundir as runs
-from playground.run.device import autocast_for, device_for
-from playground.tasks import Task, build_task
+from playground.run.device import all_sum, barrier, device_for, is_main, setup, world
+from playground.tasks import Task
 
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
@@ -87,7 +86,7 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     """One optimizer update over the global batch: this process's slice of it (data parallel),
     in micro-batches. Returns device tensors: this slice's share of the mean loss per target
     token, and whether the step was non-finite (then skipped)."""
-    rank, size, _ = distributed.world()
+    rank, size, _ = world()
     share = t.batch_size // size
     micro = min(t.micro_batch_size or share, share)
     n_targets = mask[:, 1:].sum().clamp(min=1).to(device)  # over the global batch: same on all ranks
@@ -114,13 +113,12 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
 
 
 class Trainer:
-    def __init__(self, cfg: Config):
-        self.cfg, self.out = cfg, Path(cfg.out_dir)
-        self.device = distributed.setup(device_for(cfg.train))
+    def __init__(self, cfg: Config, task: Task):
+        self.cfg, self.out, self.task = cfg, Path(cfg.out_dir), task
+        self.device = setup(device_for(cfg.train))
         if self.device.type == "cuda":  # few CPU ops here: leave the cores to the loader workers
             torch.set_num_threads(max(1, min(4, (os.cpu_count() or 1) - cfg.data.num_workers)))
-        self.main = distributed.is_main()
-        self.task: Task = build_task(cfg.task)
+        self.main = is_main()
         self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)
         self.step_fn = self._wrap(self.model, cfg)
         self.opt = make_optimizer(self.model, cfg.train)
@@ -135,7 +133,7 @@ class Trainer:
     @staticmethod
     def _wrap(model: LM, cfg: Config):
         """The module the training step calls: DDP across processes, then torch.compile."""
-        size = distributed.world()[1]
+        size = world()[1]
         if size > 1:
             t = cfg.train
             if t.batch_size % size or (t.micro_batch_size and (t.batch_size // size) % t.micro_batch_size):
@@ -160,13 +158,13 @@ class Trainer:
         if self.main:
             runs.save_checkpoint(self.out / "checkpoints", self.step, self.state_dict(batches),
                                  keep=self.cfg.train.keep_checkpoints)
-        distributed.barrier()
+        barrier()
 
     def restore(self) -> bool:
         ckpt_dir = self.out / "checkpoints"
         found = runs.load_latest_checkpoint(ckpt_dir) if self.cfg.train.resume == "auto" else None
         if found is None:
-            distributed.barrier()  # every rank has looked before rank 0 clears anything
+            barrier()  # every rank has looked before rank 0 clears anything
             if self.main:
                 self.log.path.unlink(missing_ok=True)
                 for p in ckpt_dir.glob("step_*") if ckpt_dir.is_dir() else []:
@@ -206,9 +204,9 @@ class Trainer:
 
     def _agree_on_signal(self) -> None:
         """Data parallel: a signal seen by any rank stops every rank at this log step."""
-        if distributed.world()[1] > 1:
+        if world()[1] > 1:
             flag = torch.tensor(float(self._signal or 0), device=self.device)
-            seen = int(distributed.all_sum(flag).item())
+            seen = int(all_sum(flag).item())
             if seen and self._signal is None:
                 self._signal = signal.SIGTERM
 
@@ -226,7 +224,7 @@ class Trainer:
             metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
             self.last_eval = metrics
             self.log.append({"step": self.step, "split": "eval", **metrics})
-        distributed.barrier()
+        barrier()
         return self.last_eval
 
     def fit(self, mirror) -> dict:
@@ -234,7 +232,7 @@ class Trainer:
         resumed = self.restore()
         shard = shard_size(self.task, self.cfg.data.shard_examples)
         batches = Batches(self.task, t.batch_size, shard, self.cfg.data.num_workers,
-                          self.cfg.data.prefetch, state=self.data_state)
+                          self.cfg.data.prefetch, state=self.data_state, ignore_signals=PREEMPT_SIGNALS)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
                    disable=not (t.progress and sys.stdout.isatty() and self.main), dynamic_ncols=True)
@@ -271,7 +269,7 @@ class Trainer:
                 self.show_eval(metrics)
             self._tic = time.perf_counter()
         # data parallel: a preemption is honoured at a log step, where every rank agrees on it
-        stop = self._signal is not None and (distributed.world()[1] == 1 or self.step % t.log_every == 0)
+        stop = self._signal is not None and (world()[1] == 1 or self.step % t.log_every == 0)
         if last or self.step % t.ckpt_every == 0 or stop:
             self._lap()
             self.save(batches)
@@ -300,7 +298,7 @@ class Trainer:
     def log_train(self, bar, mirror) -> None:
         t = self.cfg.train
         good = float(self.good_acc)  # the host sync of the loop, once per log interval
-        loss = float(distributed.all_sum(self.loss_acc)) / good if good else math.nan
+        loss = float(all_sum(self.loss_acc)) / good if good else math.nan
         self._agree_on_signal()
         self._lap()
         self.check_finite()

@@ -1,4 +1,4 @@
-"""The run directory, the only source of truth for results.
+"""The run directory, the only source of truth for results, and what a run records of itself.
 
 ``results/<sweep>/<run>/`` holds ``config.yaml`` (resolved), ``metrics.jsonl`` (one JSON object
 per log/eval step), ``summary.json`` (final metrics, parameter counts, git SHA, wall time,
@@ -8,9 +8,9 @@ killed run never leaves a half-written result behind.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import math
 import os
 import re
 import subprocess
@@ -20,41 +20,10 @@ from pathlib import Path
 
 import torch
 
+from playground.cli import atomic_write, json_safe, read_json, write_json  # noqa: F401 - re-exported
+from playground.config import Config, from_container, plugin
+
 CKPT_RE = re.compile(r"step_(\d+)\.pt$")
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _json_safe(obj):
-    """NaN/inf are not JSON; write them as null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
-def write_json(path: Path, obj) -> None:
-    atomic_write(path, (json.dumps(_json_safe(obj), indent=2, sort_keys=True) + "\n").encode())
-
-
-def read_json(path: Path):
-    return json.loads(Path(path).read_text())
 
 
 class MetricsLog:
@@ -66,7 +35,7 @@ class MetricsLog:
 
     def append(self, record: dict) -> None:
         with open(self.path, "a") as f:
-            f.write(json.dumps(_json_safe(record), sort_keys=True) + "\n")
+            f.write(json.dumps(json_safe(record), sort_keys=True) + "\n")
 
     def records(self) -> list[dict]:
         if not self.path.exists():
@@ -149,7 +118,7 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
 
 # Keys that may differ between a run and its resumption: they do not change what is computed
 # (the device and train.deterministic change how, so the last bits may differ).
-VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "wandb", "train.progress", "train.resume",
+VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress", "train.resume",
             "train.device", "train.deterministic", "train.eval_batch_size", "data.num_workers",
             "data.prefetch")
 
@@ -200,3 +169,48 @@ def git_sha() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None
+
+
+# -- what a run is ---------------------------------------------------------------------------
+
+HOW = ("name", "backend", "autotune", "chunk")  # mixer fields that choose how, not what, to compute
+CANON_FIELDS = ("positions", "residual", "kernel", "activation", "bias", "init", "dynamic", "rank",
+                "group", "after_every_linear")
+
+
+def run_record(cfg: Config) -> dict:
+    """What a run *is*, as fields: ``summary.json``'s ``record``, which the report reads (never
+    the run's name). Its task (family, preset, difficulty, the heatmap panel and row it is a
+    cell of, and the metrics its task states), architecture, Canon, size, sweep and seed."""
+    t, m = cfg.task, cfg.model
+    task_cls = plugin("playground.tasks", t.name, "task.name")
+    row, row_order = t.row()
+    mixer = {k: v for k, v in dataclasses.asdict(m.mixer).items() if k not in HOW}
+    return {
+        "task": {"family": t.name, "preset": t.preset, "difficulty": t.difficulty(),
+                 "context": t.context, "data_seed": t.seed, "panel": cfg.panel or t.panel(),
+                 "row": row, "row_order": row_order, "heatmap": task_cls.heatmap,
+                 "metric": task_cls.primary_metric, "metric2": task_cls.secondary_metric,
+                 "depth_metric": task_cls.depth_metric},
+        "arch": {"mixer": m.mixer.name, "label": m.mixer.tag(), "mlp": m.mlp,
+                 "position": m.mixer.position() if hasattr(m.mixer, "position") else "none",
+                 **mixer},
+        "canon": {"label": m.canon.tag(), **{k: getattr(m.canon, k) for k in CANON_FIELDS}},
+        "size": {"label": m.size, "layers": m.n_layers, "blocks": m.n_layers * m.depth_multiplier,
+                 "width": m.d_model, "heads": m.d_model // m.head_dim, "head_dim": m.head_dim},
+        "sweep": {"name": cfg.sweep, "variant": cfg.variant},
+        "lr": cfg.train.lr, "seed": cfg.seed,
+    }
+
+
+def record_of(run_dir: Path, summary: dict) -> dict | None:
+    """A run's record: from its summary, or for a run written before records existed, from its
+    ``config.yaml`` (of any version, ``config.upgrade``); None when neither can say."""
+    if "record" in summary:
+        return summary["record"]
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        return None
+    from omegaconf import OmegaConf
+
+    return run_record(from_container(OmegaConf.to_container(OmegaConf.load(path))))

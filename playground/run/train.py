@@ -13,6 +13,7 @@ on; a preemption signal checkpoints the current run and stops the sweep (rerun t
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import traceback
 from datetime import datetime, timezone
@@ -24,14 +25,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from playground.config import CONF_DIR, Config, register, to_objects
-from playground.data.packing import shard_size
+from playground.cli import fail
+from playground.config import CONF_DIR, Config, register, to_objects, upgrade
+from playground.data.packing import check_fits, count_windows, shard_size
 from playground.errors import ConfigError
-from playground.model import LM
-from playground.run import distributed
 from playground.run import rundir as runs
+from playground.run.device import is_main, teardown, world
 from playground.run.loop import Diverged, Preempted, Trainer
-from playground.tasks import build_task
+from playground.tasks import Task, build_task
 
 
 class Mirror:
@@ -39,7 +40,7 @@ class Mirror:
 
     def __init__(self, cfg: Config, container: dict):
         self.run = None
-        if cfg.wandb.mode == "disabled" or not distributed.is_main():
+        if cfg.wandb.mode == "disabled" or not is_main():
             return
         try:
             import wandb
@@ -58,29 +59,23 @@ class Mirror:
             self.run.finish()
 
 
-def describe(cfg: Config, model: LM) -> dict:
-    """The facts of a run that reports group by."""
-    task = cfg.task
-    keys = type(task).difficulty_keys
-    return {
-        "task": task.preset, "task_name": task.name, "difficulty": {k: getattr(task, k) for k in keys},
-        "size": cfg.model.size, "mixer": cfg.model.mixer.name, "mixer_tag": cfg.model.mixer.tag(),
-        "mlp": cfg.model.mlp, "layers": cfg.model.n_layers * cfg.model.depth_multiplier,
-        "canon": cfg.model.canon.tag(), "lr": cfg.train.lr, "seed": cfg.seed, "data_seed": task.seed,
-        "steps": cfg.train.steps, "params": model.param_counts(),
-    }
-
-
-def resolve_steps(cfg: Config) -> Config:
-    """``train.steps=0`` asks the task for its step count (e.g. Capo: N·E biographies)."""
+def resolve_steps(cfg: Config, task: Task) -> Config:
+    """``train.steps=0`` asks the task for its step count: a fixed one (e.g. Lano's recipe), or
+    the steps that cover exactly the training examples it prescribes (Capo: N·E biographies)."""
     if cfg.train.steps:
         return cfg
-    task = build_task(cfg.task)
-    steps = task.train_steps(cfg.train.batch_size, shard_size(task, cfg.data.shard_examples))
+    batch = cfg.train.batch_size
+    steps, why = task.train_steps(batch), "steps"
+    if not steps and (examples := task.train_examples()):
+        windows, measured = count_windows(task, examples, shard_size(task, cfg.data.shard_examples))
+        steps = math.ceil(windows / batch)
+        how = "counted" if measured == examples else f"estimated from the first {measured:,}"
+        why = (f"steps: {examples:,} training examples in {windows:,} windows of {cfg.task.context} "
+               f"tokens ({how})")
     if not steps:
         raise ConfigError(f"train.steps=0 is invalid for task {cfg.task.name!r}: it prescribes no "
                           "step count; set train.steps")
-    print(f"train.steps=0: the task prescribes {steps} steps at batch size {cfg.train.batch_size}")
+    print(f"train.steps=0: the task prescribes {steps:,} {why}, at batch size {batch}")
     cfg.train = dataclasses.replace(cfg.train, steps=steps)
     return cfg
 
@@ -90,7 +85,7 @@ def check_same_run(out: Path, container: dict) -> None:
     path = out / "config.yaml"
     if not path.exists():
         return
-    diff = runs.config_differences(OmegaConf.to_container(OmegaConf.load(path)), container)
+    diff = runs.config_differences(upgrade(OmegaConf.to_container(OmegaConf.load(path))), container)
     if diff:
         raise ConfigError(f"{out} already holds a run with a different config ({'; '.join(diff)}). "
                           "Choose another run_name= or sweep=, or pass train.resume=never to replace it.")
@@ -106,8 +101,12 @@ def finished_summary(out: Path) -> dict | None:
 
 
 def run(dcfg: DictConfig) -> dict:
-    """Train one run described by a composed config; returns its summary."""
-    cfg = resolve_steps(to_objects(dcfg))
+    """Train one run described by a composed config; returns its summary. The task is built
+    here, once, and handed to whatever needs it."""
+    cfg = to_objects(dcfg)
+    task = build_task(cfg.task)
+    check_fits(task)
+    cfg = resolve_steps(cfg, task)
     out = Path(cfg.out_dir)
     container = OmegaConf.to_container(dcfg, resolve=True)
     if cfg.train.resume == "auto":
@@ -116,7 +115,7 @@ def run(dcfg: DictConfig) -> dict:
             print(f"{out}: already finished ({done.get('primary_metric')}={done.get('primary')}); "
                   "skipping. Use train.resume=never to start it again.")
             return done
-    main = distributed.is_main()  # data parallel: only rank 0 writes the run directory
+    main = is_main()  # data parallel: only rank 0 writes the run directory
     if main:
         out.mkdir(parents=True, exist_ok=True)
         runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
@@ -125,9 +124,9 @@ def run(dcfg: DictConfig) -> dict:
             "versions": runs.versions(), "started": datetime.now(timezone.utc).isoformat()}
     trainer = None
     try:
-        trainer = Trainer(cfg)
-        base.update(describe(cfg, trainer.model), device=str(trainer.device),
-                    world_size=distributed.world()[1],
+        trainer = Trainer(cfg, task)
+        base.update(record=runs.run_record(cfg), steps=cfg.train.steps,
+                    params=trainer.model.param_counts(), device=str(trainer.device), world_size=world()[1],
                     deterministic=torch.are_deterministic_algorithms_enabled())
         if main:
             runs.write_json(summary_path, {**base, "status": "running"})
@@ -196,7 +195,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         out = Path(cfg.out_dir)
         if out.is_dir() and not any(out.iterdir()):
             out.rmdir()  # Hydra made it before the config was checked; leave nothing behind
-        raise
+        fail("playground-train", str(err))
     except Preempted as err:
         print(f"{err}", file=sys.stderr)
         raise SystemExit(128 + err.signum) from None
@@ -213,7 +212,7 @@ def main() -> None:
     try:
         _hydra_main()
     finally:
-        distributed.teardown()
+        teardown()
 
 
 if __name__ == "__main__":

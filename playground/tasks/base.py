@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from playground.config import autocast_for
 from playground.errors import check
-from playground.run.device import autocast_for
 
 SPLITS = {"train": 0, "eval": 1, "test": 2}
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<ans>")
@@ -34,10 +34,28 @@ class TaskConfig:
     context: int = 2048  # training window length in tokens
     eval_size: int = 512  # number of eval examples (eval split, indices 0..eval_size-1)
 
+    difficulty_keys: ClassVar[tuple[str, ...]] = ()  # the fields that set the difficulty; the first is the heatmap's row axis
+
     def __post_init__(self) -> None:
         check(self.seed >= 0, "task.seed", self.seed, "a non-negative integer")
         check(self.context >= 8, "task.context", self.context, "an integer >= 8")
         check(self.eval_size >= 1, "task.eval_size", self.eval_size, "an integer >= 1")
+
+    def difficulty(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.difficulty_keys}
+
+    def panel(self) -> str:
+        """The heatmap this config is a cell of (its label): the preset, unless a task says."""
+        return self.preset
+
+    def row(self) -> tuple[str, float]:
+        """The heatmap row of this config: its label (``N=225``; a list joins with ``-``) and a
+        sort key (the value; a list's largest)."""
+        key = self.difficulty_keys[0]
+        value = getattr(self, key)
+        if isinstance(value, (list, tuple)):
+            return f"{key}={'-'.join(map(str, value))}", float(max(value))
+        return f"{key}={value}", float(value) if str(value).isdigit() else 0.0
 
 
 @dataclass
@@ -145,10 +163,17 @@ class DifficultyLaw:
 
 
 class Task(ABC):
-    """A deterministic synthetic task. Subclasses set ``Config`` and ``primary_metric``."""
+    """A deterministic synthetic task. Subclasses set ``Config`` and ``primary_metric``, and
+    say how reports read them: ``secondary_metric`` (shown beside the primary in a heatmap cell,
+    e.g. Depo's accuracy at K/2), ``depth_metric`` (the prefix of per-depth accuracies,
+    ``<prefix><d>``, for ``playground-report depth``) and ``heatmap`` (False: the task is not
+    read as a difficulty × size heatmap, e.g. Capo's bits vs parameters)."""
 
     Config: ClassVar[type[TaskConfig]]
     primary_metric: ClassVar[str]
+    secondary_metric: ClassVar[str | None] = None
+    depth_metric: ClassVar[str | None] = None
+    heatmap: ClassVar[bool] = True
 
     def __init__(self, cfg: TaskConfig):
         self.cfg = cfg
@@ -170,9 +195,15 @@ class Task(ABC):
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         """Task metrics of ``model`` on ``examples`` (batched, no gradients)."""
 
-    def train_steps(self, batch_size: int, shard_examples: int) -> int | None:
-        """The number of optimizer steps this task prescribes (used when ``train.steps=0``;
-        ``shard_examples``: how the loader cuts the stream), or None when it has no such rule."""
+    def train_steps(self, batch_size: int) -> int | None:
+        """The number of optimizer steps this task prescribes at ``batch_size`` (used when
+        ``train.steps=0``), or None when it has no such rule (see also ``train_examples``)."""
+        return None
+
+    def train_examples(self) -> int | None:
+        """The number of training examples this task prescribes (e.g. Capo: N people × E
+        exposures), or None. With ``train.steps=0`` the run trains on exactly the windows these
+        examples pack into (``data.packing.count_windows``)."""
         return None
 
     def eval_examples(self) -> list[Example]:

@@ -28,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from playground.errors import check
-from playground.generate import generate
+from playground.model import generate
 from playground.tasks.base import (
     DifficultyLaw,
     Example,
@@ -174,6 +174,7 @@ def is_valid_answer(answer: list[int], parents: dict[int, list[int]], expected: 
 class Brevo(Task):
     Config = BrevoConfig
     primary_metric = "acc"
+    depth_metric = "acc_depth"
 
     def __init__(self, cfg: BrevoConfig):
         super().__init__(cfg)

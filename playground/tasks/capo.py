@@ -35,8 +35,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from playground.config import autocast_for
 from playground.errors import check
-from playground.run.device import autocast_for
 from playground.tasks.base import Example, Task, TaskConfig, Vocab, pad_batch, rng_for
 from playground.tasks.capo_people import (
     DAYS,
@@ -67,7 +67,6 @@ VALUE_OF = {"birth_city": ("city", "city"), "university": ("university", "univer
             "major": ("major", "major"), "employer": ("company", "company"),
             "work_city": ("company", "company_city")}
 PASS_STREAM = 1000  # seed stream of the training passes' permutations (disjoint from splits)
-EXACT_LIMIT, SAMPLE = 20_000, 4096  # train_steps: count windows exactly up to this many bios
 
 
 def extensions(values: list[tuple[int, ...]]) -> list[list[int]]:
@@ -126,6 +125,7 @@ class CapoConfig(TaskConfig):
 class Capo(Task):
     Config = CapoConfig
     primary_metric = "bits"
+    heatmap = False  # read as learned bits vs parameters (playground-report capo)
 
     def __init__(self, cfg: CapoConfig):
         self.fields, self.templates = load_fields(), all_templates()
@@ -279,35 +279,9 @@ class Capo(Task):
     def to_json(self, ex: Example) -> dict:
         return {**super().to_json(ex), "text": self.text(ex.tokens)}
 
-    # -- training steps ---------------------------------------------------------------------------
-
-    def exposure_plan(self, batch_size: int, shard_examples: int) -> dict:
-        """Windows and optimizer steps that cover the N·E training biographies, packed exactly as
-        the loader packs them (shards of ``shard_examples``). Exact up to EXACT_LIMIT biographies;
-        beyond, estimated from the first SAMPLE ones (rounded up to whole shards)."""
-        from playground.data.packing import pack  # here: packing imports the task registry
-
-        c = self.cfg
-        total = c.N * c.E
-        count = total if total <= EXACT_LIMIT else min(total, math.ceil(SAMPLE / shard_examples) * shard_examples)
-        windows, lengths = 0, []
-        for lo in range(0, count, shard_examples):
-            exs = [self.example("train", k) for k in range(lo, min(lo + shard_examples, count))]
-            windows += len(pack(exs, c.context, self.vocab.pad)[0])
-            lengths += [len(x) for x in exs]
-        if count < total:
-            windows = math.ceil(windows * total / count)
-        return {"biographies": total, "measured": count, "mean_length": float(np.mean(lengths)),
-                "windows": windows, "steps": math.ceil(windows / batch_size)}
-
-    def train_steps(self, batch_size: int, shard_examples: int) -> int:
-        plan = self.exposure_plan(batch_size, shard_examples)
-        how = "counted" if plan["measured"] == plan["biographies"] else \
-            f"estimated from the first {plan['measured']:,}"
-        print(f"capo: N={self.cfg.N:,} people x E={self.cfg.E} exposures = {plan['biographies']:,} "
-              f"biographies of {plan['mean_length']:.1f} tokens on average -> {plan['windows']:,} "
-              f"windows of {self.cfg.context} ({how}) -> {plan['steps']:,} steps at batch {batch_size}")
-        return plan["steps"]
+    def train_examples(self) -> int:
+        """The N·E biographies of the paper's E exposures of every person."""
+        return self.cfg.N * self.cfg.E
 
     # -- capacity evaluation ----------------------------------------------------------------------
 

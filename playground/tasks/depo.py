@@ -63,10 +63,16 @@ class DepoConfig(TaskConfig):
         check_word_supply(self.N, "task.N", self.N, self.V, self.min_len, self.max_len, "words",
                           "V, min_len, max_len")
 
+    def panel(self) -> str:
+        """The paper's panel: the family of the preset and K (``depo1_K8``); rows are N."""
+        return f"{self.preset.split('_')[0]}_K{self.K}"
+
 
 class Depo(Task):
     Config = DepoConfig
     primary_metric = "acc_at_K"
+    secondary_metric = "acc_at_K2"
+    depth_metric = "acc_k"
 
     def __init__(self, cfg: DepoConfig):
         super().__init__(cfg)

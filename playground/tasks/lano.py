@@ -36,7 +36,6 @@ import numpy as np
 import torch
 
 from playground.errors import ConfigError, check
-from playground.generate import generate
 from playground.grammar import (
     Grammar,
     GrammarError,
@@ -47,6 +46,7 @@ from playground.grammar import (
     sample_levels,
     sample_with_tree,
 )
+from playground.model import generate
 from playground.tasks.base import (
     Example,
     Task,
@@ -90,6 +90,13 @@ class LanoConfig(TaskConfig):
               f"a context that fits all but a fraction <= {MAX_OVERFLOW:g} of the sentences of "
               f"{g.name} (with <bos>); {overflow:.3g} of them are longer than {self.context - 1}")
 
+    def panel(self) -> str:
+        return "lano"
+
+    def row(self) -> tuple[str, float]:
+        """The grammar is the row."""
+        return self.grammar, float(sum(map(ord, self.grammar)))
+
 
 class Lano(Task):
     Config = LanoConfig
@@ -112,7 +119,7 @@ class Lano(Task):
     def gen_max_len(self) -> int:
         return self.cfg.gen_max_len or min(self.grammar.length_range()[1], self.cfg.context - 1)
 
-    def train_steps(self, batch_size: int, shard_examples: int) -> int:
+    def train_steps(self, batch_size: int) -> int:
         return 100_000  # the paper's recipe (batch 96)
 
     def example(self, split: str, index: int, meta: bool = True) -> Example:

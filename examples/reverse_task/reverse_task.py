@@ -1,4 +1,6 @@
-"""Reverse: write a random string backwards — the worked example of docs/adding_a_task.md.
+"""Reverse: write a random string backwards — the worked example of docs/adding_a_task.md, a
+task in its own package, outside canon-playground, registered by one entry point
+(``pyproject.toml`` beside this file).
 
 Layout: ``<bos> s1 … sn <ans> sn … s1 <eos>`` with n ~ U[n_min, N] in training and n = N in
 evaluation; loss on ``<ans>``, the reversed string and ``<eos>``. A decoded example
@@ -36,6 +38,7 @@ class ReverseConfig(TaskConfig):
     n_min: int = 1
     symbols: int = 8
     context: int = 128
+    eval_size: int = 256
 
     difficulty_keys: ClassVar[tuple[str, ...]] = ("N",)
 

@@ -1,0 +1,87 @@
+"""Run directories → one tidy table (a pandas DataFrame, one row per run).
+
+Each row is the run's flattened ``summary.json`` (``status``, ``metrics.*``, ``params.*``,
+``tokens_per_s``…), its record (``record.task.family``, ``record.task.panel``,
+``record.arch.mixer``, ``record.canon.positions``, ``record.size.width``…: what the run *is*,
+``playground.run.rundir.run_record``), its flattened resolved config (``config.task.N``…), and
+``run_dir`` / ``run`` (the directory, and its path relative to the folder read). ``size``,
+``lr`` and ``seed`` are the record's, as columns of their own for grouping. Runs written before
+records existed get theirs from their ``config.yaml`` by the same function; nothing is read from
+a run's name.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from playground.cli import read_json
+from playground.errors import ConfigError
+from playground.run.rundir import config_hash, record_of
+
+# what summaries held before the record (now derived from it or from config.yaml)
+LEGACY = ("task", "task_name", "difficulty", "size", "mixer", "mixer_tag", "mlp", "layers",
+          "canon", "lr", "seed", "data_seed")
+
+
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}; lists stay values."""
+    flat: dict = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """Every directory under ``root`` (or ``root`` itself) holding a summary.json."""
+    root = Path(root)
+    return sorted(p.parent for p in root.rglob("summary.json") if "checkpoints" not in p.parts)
+
+
+def load_run(d: Path, root: Path) -> dict:
+    summary = read_json(d / "summary.json")
+    try:
+        record = record_of(d, summary) or {}
+    except (ConfigError, KeyError, ValueError) as err:  # a config today's schema cannot read
+        print(f"{d}: no record ({err})", file=sys.stderr)
+        record = {}
+    row = flatten({k: v for k, v in summary.items() if k not in LEGACY and k != "record"})
+    row.update(flatten(record, "record."))
+    row.update(size=record.get("size", {}).get("label"), lr=record.get("lr"), seed=record.get("seed"))
+    if (d / "config.yaml").exists():
+        config = OmegaConf.to_container(OmegaConf.load(d / "config.yaml"))
+        config.pop("hydra", None)
+        row.update(flatten(config, "config."))
+    row["run_dir"], row["run"] = str(d), str(d.relative_to(root)) if d != root else d.name
+    return row
+
+
+def load_runs(path: str | Path) -> pd.DataFrame:
+    """One row per run directory under ``path`` (any depth); see the module docstring."""
+    root = Path(path)
+    return pd.DataFrame([load_run(d, root) for d in run_dirs(root)])
+
+
+def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Keep runs whose recorded config hash matches their config.yaml and whose directory is
+    the one their config declares (``out_dir``); return the rest as messages (refused)."""
+    keep, problems = [], []
+    for i, run in frame.iterrows():
+        path = Path(run["run_dir"])
+        if run.get("status") != "finished" or not (path / "config.yaml").exists():
+            keep.append(i)
+            continue
+        config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"))
+        if run.get("config_hash") not in (None, config_hash(config)):
+            problems.append(f"{path}: config.yaml does not match the config hash in summary.json")
+        elif config.get("out_dir") and Path(config["out_dir"]).name != path.name:
+            problems.append(f"{path}: its config declares another run directory ({config['out_dir']})")
+        else:
+            keep.append(i)
+    return frame.loc[keep], problems

@@ -1,0 +1,81 @@
+"""``playground-sweep``: run a declarative figure sweep (``sweeps/<name>.yaml``) at a scale.
+
+One command launches every run of a figure; a rerun skips finished runs and resumes interrupted
+ones; the local launcher starts the costliest runs first. See ``playground.sweep.spec`` for the
+file format and ``playground.sweep.launch`` for the launchers.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from playground.cli import Args, Command
+from playground.cli import main as cli_main
+from playground.sweep.launch import LAUNCHERS, multirun_commands, run_local
+from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
+
+
+def cmd_sweep(args: Args) -> int:
+    launcher = args.choice("launcher", LAUNCHERS)
+    gpus, per_gpu, dry = args.int("gpus"), args.int("per_gpu", minimum=1), args.flag("dry_run")
+    sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"], args.overrides,
+                       args["variants"])
+    runs = sweep.runs()
+    print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> results/{sweep.sweep_dir}/")
+    if dry:
+        dry_run(sweep, runs, launcher)
+        return 0
+    if launcher == "local":
+        failures = run_local(runs, gpus or _gpu_count(), Path("results") / sweep.sweep_dir / ".logs", per_gpu)
+    else:
+        failures = sum(subprocess.run(cmd).returncode != 0 for cmd in multirun_commands(sweep, launcher))
+    print(f"sweep {sweep.name}: done ({failures} launcher failures; see each run's summary.json)")
+    return 1 if failures else 0
+
+
+def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
+    for overrides in runs:
+        print("  playground-train " + " ".join(overrides))
+    if launcher == "slurm":  # show what submitit would be given, without submitting anything
+        cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
+               "--package", "hydra.launcher"]
+        print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0
+
+
+
+
+COMMAND = Command(
+    "", "run every point of a sweep file at a scale; extra key=value arguments go to every run "
+    "(one naming a grid axis, e.g. seed=0,1, replaces it)", cmd_sweep,
+    {"scale": ("mini", "a scale of the sweep file: paper, mini or cpu"),
+     "launcher": ("basic", f"one of {LAUNCHERS}: basic/slurm = Hydra multiruns; local = one process per run"),
+     "gpus": ("0", "local: GPUs to use (0: every visible one)"),
+     "per_gpu": ("1", "local: runs sharing each GPU (tiny models)"),
+     "panels": ("", "only these panels (comma-separated)"),
+     "variants": ("", "only these variants (comma-separated)"),
+     "dry_run": ("false", "list the runs, launch nothing")},
+    ("NAME",), overrides=(),
+    examples=("playground-sweep fig7 scale=mini panels=depo1_K8 variants=llama_nope,llama_nope_canon",
+              "playground-sweep fig7 scale=mini launcher=local gpus=8",
+              "playground-sweep mqar scale=mini launcher=local per_gpu=12",
+              "playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu",
+              "playground-sweep fig7 scale=cpu panels=depo1_K8 dry_run=true"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli_main("playground-sweep", "run a figure's sweep file (sweeps/<name>.yaml) at a scale", [COMMAND], argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Sweep files (``sweeps/<name>.yaml``): a declarative grid of runs, expanded into each run's
+Hydra overrides.
+
+A sweep file names its grid: ``rows`` per scale (task and difficulty, with that row's recipe,
+zipped; a row's ``panel`` names the heatmap it belongs to), ``variants`` (named
+architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds). Every
+run lands in ``results/<name>_<scale>/<run_name>/`` and records its panel and variant
+(``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run; one that names a
+grid axis (``seed=0,1``, ``size=8L512D``) replaces that axis instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from playground.config import shipped
+from playground.errors import ConfigError
+
+SWEEPS_DIR = shipped("sweeps")
+FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales"}
+SCALE_KEYS = {"overrides", "grid", "rows", "cost"}
+
+
+@dataclass
+class Sweep:
+    name: str
+    scale: str
+    common: list[str]  # overrides of every run
+    rows: list[tuple[str, list[str], dict[str, list[str]]]]  # (panel or "", overrides, row's own grid)
+    variants: dict[str, list[str]]
+    grid: dict[str, list[str]]
+
+    @property
+    def sweep_dir(self) -> str:
+        return f"{self.name}_{self.scale}"
+
+    def runs(self) -> list[list[str]]:
+        """Every run's full override list: rows × variants × grid product."""
+        out = []
+        for panel, row, row_grid in self.rows:
+            grid = {**self.grid, **row_grid}
+            for name, variant in self.variants.items():
+                for values in itertools.product(*grid.values()):
+                    point = [f"{k}={v}" for k, v in zip(grid, values)]
+                    out.append([*self.common, *row, *variant, *self.labels(panel, name), *point,
+                                f"sweep={self.sweep_dir}"])
+        return out
+
+    @staticmethod
+    def labels(panel: str, variant: str) -> list[str]:
+        """What a run records of its place in the sweep (``panel=``, ``variant=``)."""
+        return ([f"panel={panel}"] if panel else []) + [f"variant={variant}"]
+
+
+def _pairs(mapping, where: str) -> list[str]:
+    if mapping is None:
+        return []
+    if not isinstance(mapping, dict):
+        raise ConfigError(f"{where} must be a mapping of key: value")
+    return [f"{k}={_text(v)}" for k, v in mapping.items() if k not in ("panel", "grid")]
+
+
+def _grid(mapping) -> dict[str, list[str]]:
+    """A grid mapping (key: value or list of values) as lists of override strings."""
+    return {k: [_text(v) for v in (vals if isinstance(vals, list) else [vals])]
+            for k, vals in (mapping or {}).items()}
+
+
+def _text(value) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(_text(v) for v in value) + "]"
+    return str(value)
+
+
+def find_sweep_file(name: str) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return path
+    path = SWEEPS_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
+        raise ConfigError(f"no sweep named {name!r}; known sweeps: {known}")
+    return path
+
+
+def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
+               only_variants: str = "") -> Sweep:
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    unknown = set(spec) - FILE_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
+    scales = spec.get("scales") or {}
+    if scale not in scales:
+        raise ConfigError(f"scale={scale!r} is invalid for {path.name}: expected one of {sorted(scales)}")
+    sc = scales[scale]
+    bad = set(sc) - SCALE_KEYS
+    if bad:
+        raise ConfigError(f"{path}: scales.{scale} has unknown key(s) {sorted(bad)}; allowed: {sorted(SCALE_KEYS)}")
+    grid = {**_grid(spec.get("grid")), **_grid(sc.get("grid"))}
+    wanted = set(panels.split(",")) if panels else None
+    rows = [(row.get("panel", ""), _pairs(row, f"scales.{scale}.rows"), _grid(row.get("grid")))
+            for row in sc.get("rows") or []]
+    rows = [r for r in rows if wanted is None or r[0] in wanted]
+    if not rows:
+        raise ConfigError(f"{path}: no rows for scale={scale} and panels={panels or 'all'}")
+    variants = {n: _pairs(v, f"variants.{n}") for n, v in (spec.get("variants") or {"default": {}}).items()}
+    if only_variants:
+        names = only_variants.split(",")
+        if unknown := [n for n in names if n not in variants]:
+            raise ConfigError(f"variants={unknown} not in {path.name}; known: {sorted(variants)}")
+        variants = {n: variants[n] for n in names}
+    axes = set(grid).union(*(r[2] for r in rows))
+    for item in extra:  # an extra argument naming a grid axis replaces the axis
+        key, _, value = item.partition("=")
+        if key in axes:
+            grid[key] = value.split(",")
+            rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key}) for panel, row, row_grid in rows]
+    extra = [item for item in extra if item.partition("=")[0] not in axes]
+    common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides") + list(extra)
+    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid)

@@ -1,0 +1,174 @@
+"""The shape of the package (docs/architecture.md): imports flow downwards only, with no cycle;
+conf/ and sweeps/ ship inside the wheel; every command reads key=value arguments the same way,
+has a --help, and refuses an argument it does not use; a run records what it is."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import playground
+from playground.config import from_container
+from playground.errors import ConfigError
+
+PACKAGE = Path(playground.__file__).resolve().parent
+ROOT = PACKAGE.parent
+# imports flow downwards only: a module may import its own level and those below
+LEVELS = [("errors", "cli", "config", "kernels"), ("layers", "grammar", "mixers"),
+          ("model", "tasks", "data"), ("run", "sweep", "report", "bench")]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports (at any depth of its
+    code, so a function-level import counts too)."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                          for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def level(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    return next((i for i, names in enumerate(LEVELS) if top in names), -1)
+
+
+def test_no_import_cycle():
+    graph, done, path = imports(), set(), []
+
+    def visit(node):
+        if node in path:
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(node):] + [node]))
+        if node in done:
+            return
+        path.append(node)
+        for child in sorted(graph[node]):
+            visit(child)
+        path.pop()
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node)
+
+
+def test_imports_flow_downwards():
+    graph = imports()
+    assert all(level(m) >= 0 for m in graph if m != "playground"), [m for m in graph if level(m) < 0]
+    upward = [f"{m} -> {d}" for m, deps in graph.items() for d in deps if level(d) > level(m) >= 0]
+    assert not upward, upward
+
+
+def test_top_level_modules():
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "cli.py", "config.py", "errors.py",
+                                                           "model.py"]
+
+
+def test_config_error_is_ours():
+    from hydra.errors import HydraException
+
+    assert not issubclass(ConfigError, HydraException)
+
+
+def test_wheel_ships_conf_sweeps_and_every_module(tmp_path):
+    """A regular install finds conf/ and sweeps/ inside the package (``config.shipped``)."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("canon_playground-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for folder, pattern in (("conf", "**/*.yaml"), ("sweeps", "*.yaml")):
+        files = {f"playground/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).glob(pattern)}
+        assert files and files <= names, sorted(files - names)
+    modules = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")}
+    data = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*") if p.suffix in (".json", ".txt", ".csv")}
+    assert modules | data <= names, sorted((modules | data) - names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[playground.tasks]" in text and "[playground.mixers]" in text
+
+
+def test_commands_work_from_any_directory(tmp_path):
+    out = subprocess.run(["playground-sweep", "mqar", "scale=cpu", "dry_run=true"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "playground-train" in out.stdout, out.stderr
+
+
+COMMANDS = {"playground-data": ["show", "dump", "stats"], "playground-report": ["heatmap", "depth", "table"],
+            "playground-bench": ["params", "train", "canon", "data", "generate"],
+            "playground-grammar": ["sample", "check", "random"], "playground-sweep": [], "playground-eval": [],
+            "playground-train": []}
+
+
+@pytest.mark.parametrize("tool", sorted(COMMANDS))
+def test_every_command_has_help_with_its_subcommands_and_examples(tool):
+    out = subprocess.run([tool, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "examples:" in out.stdout, out.stdout + out.stderr
+    assert all(sub in out.stdout for sub in COMMANDS[tool])
+    if COMMANDS[tool]:
+        sub = subprocess.run([tool, COMMANDS[tool][0], "--help"], capture_output=True, text=True)
+        assert sub.returncode == 0 and "options" in sub.stdout and "examples:" in sub.stdout
+
+
+@pytest.mark.parametrize("argv,key", [
+    (["playground-data", "dump", "task=depo1", "seed=7", "out=x.jsonl"], "seed"),  # the data seed is task.seed
+    (["playground-data", "show", "train.lr=1"], "train.lr"),
+    (["playground-report", "table", ".", "metric=kl"], "metric"),
+    (["playground-bench", "params", "task=depo1"], "task"),
+    (["playground-eval", ".", "batch=3"], "batch"),
+    (["playground-grammar", "show", "cfg3f", "count=3"], "count"),
+])
+def test_an_argument_the_command_does_not_use_is_an_error(argv, key, tmp_path):
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 2 and f"{key} is not used by" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_run_records_what_it_is(make_cfg, tmp_path):
+    from playground.run.train import run
+
+    summary = run(make_cfg("task=depo_tiny", "mixer=rope_quarter", "canon=AC", "model.canon.residual=false",
+                           "size=2L64D", "train.steps=2", "train.warmup_steps=0", "train.eval_every=0",
+                           "task.eval_size=8", "panel=mine", "variant=quarter_ac", "seed=3"))
+    record = summary["record"]
+    assert record["task"] | {"difficulty": None} == record["task"] | {
+        "family": "depo", "preset": "depo_tiny", "panel": "mine", "row": "N=16", "metric": "acc_at_K",
+        "metric2": "acc_at_K2", "depth_metric": "acc_k", "heatmap": True, "difficulty": None}
+    assert record["task"]["difficulty"] == {"N": 16, "K": 2}
+    assert record["arch"]["mixer"] == "attention" and record["arch"]["position"] == "rope0.25"
+    assert record["arch"]["rope_fraction"] == 0.25 and record["arch"]["mlp"] == "swiglu"
+    assert record["canon"]["positions"] == "AC" and record["canon"]["residual"] is False
+    assert record["size"] == {"label": "2L64D", "layers": 2, "blocks": 2, "width": 64, "heads": 1, "head_dim": 64}
+    assert record["sweep"]["variant"] == "quarter_ac" and record["seed"] == 3 and record["lr"] == 3e-3
+
+
+def test_old_run_configs_upgrade_to_todays_schema():
+    """A Mamba2 config written when its ``variant`` chose Canon reads as today's: conv and
+    Canon positions (tests/fixtures/results/mixed_cpu, made by the earlier code)."""
+    from omegaconf import OmegaConf
+
+    fixture = Path(__file__).parent / "fixtures" / "results" / "mixed_cpu"
+    seen = {}
+    for path in fixture.glob("*mamba2*/config.yaml"):
+        cfg = from_container(OmegaConf.to_container(OmegaConf.load(path)))
+        seen[path.parent.name.split("_2L64D_")[1]] = (cfg.model.mixer.conv, cfg.model.canon.positions,
+                                                      cfg.model.canon.residual)
+    assert seen == {"mlpnone_mamba2_canon-none_lr0.003_s0": ("conv1d", "", True),
+                    "mlpnone_mamba2-noconv1d_canon-none_lr0.003_s0": ("none", "", True),
+                    "mlpnone_mamba2-canonAB-nores_canon-none_lr0.003_s0": ("none", "AB", False),
+                    "mamba2-noconv1d_canon-ABCD-nores_lr0.003_s0": ("none", "ABCD", False)}

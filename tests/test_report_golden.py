@@ -1,0 +1,42 @@
+"""The report's outputs are byte-identical to those of the code before the restructuring into
+packages and structured run records (tests/fixtures/report_golden, made from the same run
+directories by that code): every CSV and markdown table of every report command, for runs of
+every backbone, Canon variant and task family the report tells apart. The fixture runs predate
+run records, so this also checks that such runs are read through their config.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from playground.report.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = FIXTURES / "report_golden"
+CALLS = {  # golden folder: the report command that made it
+    "heatmap_best": ["heatmap", "mixed_cpu"],
+    "heatmap_mean": ["heatmap", "mixed_cpu", "agg=mean"],
+    "heatmap_kl": ["heatmap", "mixed_cpu", "agg=mean", "metric=kl"],
+    "heatmap_fig7": ["heatmap", "fig7_cpu", "vs_paper=7"],
+    "depth_mixed": ["depth", "mixed_cpu"],
+    "depth_fig7": ["depth", "fig7_cpu"],
+    "bars": ["bars", "mixed_cpu"],
+    "table": ["table", "mixed_cpu"],
+    "capo": ["capo", "mixed_cpu"],
+}
+
+
+def test_golden_covers_every_folder():
+    assert {p.name for p in GOLDEN.iterdir() if p.is_dir()} == set(CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_report_output_is_byte_identical(name, tmp_path):
+    command, results, *options = CALLS[name]
+    main([command, str(FIXTURES / "results" / results), *options, f"out={tmp_path}"])
+    expected = sorted(p.name for p in (GOLDEN / name).iterdir())
+    written = sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".csv", ".md"))
+    assert written == expected
+    for file in expected:
+        assert (tmp_path / file).read_bytes() == (GOLDEN / name / file).read_bytes(), file
