@@ -228,14 +228,14 @@ class TrainConfig:
 @dataclass
 class DataConfig:
     shard_examples: int = 0  # examples packed together (0: ~262k tokens' worth); part of the data's identity
-    num_workers: int = 0  # loader processes (does not change the data)
+    num_workers: int = -1  # loader processes (never change the data); -1 = auto (run/device.py: loader_workers)
     prefetch: int = 4  # shards each worker prepares ahead
     isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
 
     def __post_init__(self) -> None:
         check(self.shard_examples >= 0, "data.shard_examples", self.shard_examples,
               "an integer >= 0 (0 = automatic)")
-        check(self.num_workers >= 0, "data.num_workers", self.num_workers, "an integer >= 0")
+        check(self.num_workers >= -1, "data.num_workers", self.num_workers, "an integer >= 0, or -1 (auto)")
         check(self.prefetch >= 1, "data.prefetch", self.prefetch, "an integer >= 1")
 
 

@@ -128,3 +128,23 @@ def test_stream_byte_identical_across_processes():
     }
     here = hashlib.sha256(window_stream(task_from("task=depo1", "task.N=60"), 16, 30).tobytes()).hexdigest()
     assert digests == {here}
+
+
+def test_automatic_loader_workers(monkeypatch):
+    """data.num_workers=-1: none on CPU; on CUDA, this process's share of the cores (a local
+    sweep's runs and the data-parallel ranks on the host share them), less one; explicit counts
+    stand."""
+    import torch
+
+    from playground.run.device import HOST_RUNS, loader_workers
+
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
+    monkeypatch.delenv(HOST_RUNS, raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert loader_workers(-1, torch.device("cpu")) == 0 and loader_workers(3, cuda) == 3
+    assert loader_workers(-1, cuda) == 15
+    monkeypatch.setenv(HOST_RUNS, "4")
+    assert loader_workers(-1, cuda) == 3
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert loader_workers(-1, cuda) == 1

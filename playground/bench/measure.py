@@ -17,7 +17,7 @@ import torch
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import shard_size
-from playground.run.device import device_for
+from playground.run.device import device_for, loader_workers
 from playground.run.loop import make_optimizer, train_step
 from playground.tasks import build_task
 
@@ -69,7 +69,8 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     step_fn = torch.compile(model) if cfg.train.compile else model
     opt = make_optimizer(model, cfg.train)
     t = cfg.train
-    batches = Batches(task, t.batch_size, shard_size(task, cfg.data.shard_examples), cfg.data.num_workers,
+    workers = loader_workers(cfg.data.num_workers, device)
+    batches = Batches(task, t.batch_size, shard_size(task, cfg.data.shard_examples), workers,
                       cfg.data.prefetch)
     fixed = next(batches)
 
@@ -85,7 +86,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     peak = peak_flops(device)
     return {"overrides": overrides, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "step_s": seconds, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
-            "mfu": flops / peak if peak else None, "data": data, "compile": t.compile,
+            "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers, "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "params": model.param_counts()["total"]}

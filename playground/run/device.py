@@ -33,6 +33,24 @@ def device_for(train) -> torch.device:
     return pick_device(train.device)
 
 
+HOST_RUNS = "PLAYGROUND_HOST_RUNS"  # set by a local sweep: how many runs share this host at once
+
+
+def loader_workers(requested: int, device: torch.device) -> int:
+    """Loader processes for ``data.num_workers`` (-1 = auto). Auto: none on CPU (the examples
+    are made in the training process); on CUDA, the cores this process may use, shared with the
+    other runs of a local sweep (``PLAYGROUND_HOST_RUNS``) and the data-parallel ranks on this
+    host, less one for the training process itself; at least 1, at most 16. The data stream is
+    the same whatever the count."""
+    if requested >= 0:
+        return requested
+    if device.type != "cuda":
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = int(os.environ.get(HOST_RUNS, 1)) * int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    return max(1, min(16, cores // max(1, share) - 1))
+
+
 def use_deterministic_kernels() -> None:
     """Make this process's CUDA runs repeat bit for bit (``train.deterministic=true``): PyTorch's
     deterministic kernels only (an op without one raises, naming itself), cuBLAS with a fixed

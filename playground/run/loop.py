@@ -29,7 +29,7 @@ from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM, build_model
 from playground.run import rundir as runs
-from playground.run.device import all_sum, barrier, device_for, is_main, setup, world
+from playground.run.device import all_sum, barrier, device_for, is_main, loader_workers, setup, world
 from playground.tasks import Task
 
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)
@@ -116,8 +116,9 @@ class Trainer:
     def __init__(self, cfg: Config, task: Task):
         self.cfg, self.out, self.task = cfg, Path(cfg.out_dir), task
         self.device = setup(device_for(cfg.train))
+        self.workers = loader_workers(cfg.data.num_workers, self.device)
         if self.device.type == "cuda":  # few CPU ops here: leave the cores to the loader workers
-            torch.set_num_threads(max(1, min(4, (os.cpu_count() or 1) - cfg.data.num_workers)))
+            torch.set_num_threads(max(1, min(4, (os.cpu_count() or 1) - self.workers)))
         self.main = is_main()
         self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)
         self.step_fn = self._wrap(self.model, cfg)
@@ -231,7 +232,7 @@ class Trainer:
         t = self.cfg.train
         resumed = self.restore()
         shard = shard_size(self.task, self.cfg.data.shard_examples)
-        batches = Batches(self.task, t.batch_size, shard, self.cfg.data.num_workers,
+        batches = Batches(self.task, t.batch_size, shard, self.workers,
                           self.cfg.data.prefetch, state=self.data_state, ignore_signals=PREEMPT_SIGNALS)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,

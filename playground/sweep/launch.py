@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from playground.errors import ConfigError
+from playground.run.device import HOST_RUNS
 from playground.sweep.spec import Sweep
 
 LAUNCHERS = ("basic", "local", "slurm")
@@ -37,6 +38,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     log_dir.mkdir(parents=True, exist_ok=True)
     devices = _device_ids(gpus)
     free, active, failures = [d for _ in range(per_gpu) for d in devices], {}, 0
+    slots = len(free)  # runs at once: each run's automatic loader workers take its share of the cores
     queue = [(i, runs[i]) for i in longest_first(runs)] if len(runs) > len(free) else list(enumerate(runs))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -44,7 +46,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
             while queue and free:
                 index, overrides = queue.pop(0)
                 gpu = free.pop(0)
-                env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
+                env = {**os.environ, HOST_RUNS: str(slots), **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
                 proc = subprocess.Popen([sys.executable, "-m", "playground.run.train", *overrides],
                                         stdout=log, stderr=subprocess.STDOUT, env=env)
