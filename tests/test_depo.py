@@ -149,3 +149,11 @@ def test_bad_task_key_names_it(capsys):
     with pytest.raises(SystemExit):
         data_main(["show", "task=depo1", "task.NN=3"])
     assert "task.NN" in capsys.readouterr().err
+
+
+def test_depth_reached_counts_leading_hops_above_the_bar():
+    from playground.tasks.depo import DEPTH_BAR, depth_reached
+
+    assert depth_reached([]) == 0 and depth_reached([0.74, 0.9]) == 0
+    assert depth_reached([0.99, 0.9, 0.76, 0.2]) == 3 and depth_reached([0.99, 0.5, 0.99]) == 1
+    assert depth_reached([DEPTH_BAR] * 4) == 4

@@ -13,6 +13,13 @@ split, first two queries; targets in brackets)::
 
 Training samples n ∈ {3..N} with P(n) ∝ 1/(n + √N) and k ~ U[1, K]; eval uses n = N and spreads
 k evenly over 1..K. Facts: ../shared/TASKS.md (Depo).
+
+Metrics: ``acc_k{k}`` (whole-answer exact match at k hops) and ``tok_acc_k{k}``; the paper's
+cell ``acc_at_K`` / ``acc_at_K2``; and ``depth_reached``, the largest k whose accuracy is at
+least DEPTH_BAR and all smaller k's too (0 if one hop is not learned): a measure of the skill
+that still moves when ``acc_at_K`` sits at chance, as it does at small budgets. The bar is well
+above the one-hop plateau: copying the value after a random occurrence of the key scores about
+50 % at k = 1, so 50 % would not show that a hop was learned.
 """
 
 from __future__ import annotations
@@ -129,4 +136,16 @@ class Depo(Task):
         out["acc_at_K"] = out.get(f"acc_k{K}", float("nan"))
         if K >= 2:
             out["acc_at_K2"] = out.get(f"acc_k{K // 2}", float("nan"))
+        out["depth_reached"] = float(depth_reached([out.get(f"acc_k{k}", 0.0) for k in range(1, K + 1)]))
         return out
+
+
+DEPTH_BAR = 0.75  # depth_reached: the accuracy a hop count must reach to count as learned
+
+
+def depth_reached(acc_by_k: list[float]) -> int:
+    """The number of leading hop counts (k = 1, 2, …) whose accuracy is at least DEPTH_BAR."""
+    depth = 0
+    while depth < len(acc_by_k) and acc_by_k[depth] >= DEPTH_BAR:
+        depth += 1
+    return depth
