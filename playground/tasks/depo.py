@@ -13,6 +13,10 @@ split, first two queries; targets in brackets)::
 
 Training samples n ∈ {3..N} with P(n) ∝ 1/(n + √N) and k ~ U[1, K]; eval uses n = N and spreads
 k evenly over 1..K. Facts: ../shared/TASKS.md (Depo).
+
+Packing (``data.packing=auto``): ``aligned``. An example is one independent question–answer
+document; cut by a window edge, its queries would lose the edges they are answered from (the
+answer must not be cut from its question).
 """
 
 from __future__ import annotations
