@@ -39,6 +39,7 @@ SCHEDULES = ("cosine", "linear", "constant")
 DTYPES = ("auto", "float32", "bfloat16")
 RESUME = ("auto", "never")
 MLPS = ("swiglu", "gelu", "moe", "none")
+PACKINGS = ("auto", "aligned", "stream")  # data.packing; auto = the task's own (data/packing.py)
 
 
 @functools.cache
@@ -231,8 +232,12 @@ class DataConfig:
     num_workers: int = -1  # loader processes (never change the data); -1 = auto (run/device.py: loader_workers)
     prefetch: int = 4  # shards each worker prepares ahead
     isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
+    # how examples fill windows: aligned (a window starts at an example) | stream (examples
+    # concatenated and cut, crossing window edges) | auto (the task's own); part of the data's identity
+    packing: str = "auto"
 
     def __post_init__(self) -> None:
+        check(self.packing in PACKINGS, "data.packing", self.packing, f"one of {PACKINGS}")
         check(self.shard_examples >= 0, "data.shard_examples", self.shard_examples,
               "an integer >= 0 (0 = automatic)")
         check(self.num_workers >= -1, "data.num_workers", self.num_workers, "an integer >= 0, or -1 (auto)")
@@ -356,10 +361,28 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
 
 
 def upgrade(data: dict) -> dict:
-    """A resolved config written by an earlier version, in today's schema. Mamba2's ``variant``
-    (which chose Canon beside ``model.canon``) becomes the mixer's ``conv`` and Canon positions:
-    ``original`` = conv1d; ``noconv1d`` = none; ``canon_b`` / ``canon_ab`` = no conv and Canon
-    B / AB with ``canon_residual`` (positions already in ``model.canon`` kept theirs)."""
+    """A resolved config written by an earlier version, in today's schema."""
+    return _upgrade_packing(_upgrade_mamba_variant(data))
+
+
+def _upgrade_packing(data: dict) -> dict:
+    """Before ``data.packing`` existed every task packed aligned windows. Such a config says
+    ``auto`` where the task's own packing is aligned (the same stream, so the run can resume
+    under today's default), else ``aligned`` (what it trained on, e.g. Lano before it streamed)."""
+    name = data.get("task", {}).get("name")
+    if name is None or "packing" in data.get("data", {}):
+        return data
+    data = copy.deepcopy(data)
+    own = getattr(plugins("playground.tasks").get(name), "packing", "aligned")
+    data.setdefault("data", {})["packing"] = "auto" if own == "aligned" else "aligned"
+    return data
+
+
+def _upgrade_mamba_variant(data: dict) -> dict:
+    """Mamba2's ``variant`` (which chose Canon beside ``model.canon``) becomes the mixer's
+    ``conv`` and Canon positions: ``original`` = conv1d; ``noconv1d`` = none; ``canon_b`` /
+    ``canon_ab`` = no conv and Canon B / AB with ``canon_residual`` (positions already in
+    ``model.canon`` kept theirs)."""
     mixer = data.get("model", {}).get("mixer", {})
     if "variant" not in mixer:
         return data

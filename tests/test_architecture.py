@@ -172,3 +172,35 @@ def test_old_run_configs_upgrade_to_todays_schema():
                     "mlpnone_mamba2-noconv1d_canon-none_lr0.003_s0": ("none", "", True),
                     "mlpnone_mamba2-canonAB-nores_canon-none_lr0.003_s0": ("none", "AB", False),
                     "mamba2-noconv1d_canon-ABCD-nores_lr0.003_s0": ("none", "ABCD", False)}
+
+
+def test_old_run_configs_say_how_they_were_packed(tmp_path):
+    """Configs written before ``data.packing`` existed were packed aligned: they read as ``auto``
+    where that is the task's own (so they resume under today's default) and as ``aligned`` for
+    Lano, whose own is now a stream (so resuming one under the default is refused, by key)."""
+    from omegaconf import OmegaConf
+
+    from playground.config import compose
+    from playground.run.rundir import run_record
+    from playground.run.train import check_same_run
+
+    fixture = Path(__file__).parent / "fixtures" / "results" / "mixed_cpu"
+    families = set()
+    for path in fixture.glob("*/config.yaml"):
+        raw = OmegaConf.to_container(OmegaConf.load(path))
+        assert "packing" not in raw["data"]
+        cfg = from_container(raw)
+        families.add(raw["task"]["name"])
+        assert cfg.data.packing == ("aligned" if raw["task"]["name"] == "lano" else "auto")
+        assert run_record(cfg)["task"]["packing"] == "aligned"
+    assert {"lano", "depo", "mano"} <= families
+    for preset, refused in (("depo_tiny", False), ("cfg3f", True)):
+        new = OmegaConf.to_container(compose([f"task={preset}", f"out_dir={tmp_path / preset}"]), resolve=True)
+        old = {**new, "data": {k: v for k, v in new["data"].items() if k != "packing"}}
+        (tmp_path / preset).mkdir()
+        (tmp_path / preset / "config.yaml").write_text(OmegaConf.to_yaml(old))
+        if refused:
+            with pytest.raises(ConfigError, match="data.packing: 'aligned' -> 'auto'"):
+                check_same_run(tmp_path / preset, new)
+        else:
+            check_same_run(tmp_path / preset, new)

@@ -1,4 +1,5 @@
-"""Packing and loading: left-aligned windows and a stream fixed by (task config, seed) alone."""
+"""Packing and loading: left-aligned or streamed windows, and a stream fixed by (task config,
+seed, data.packing) alone."""
 
 from __future__ import annotations
 
@@ -14,9 +15,18 @@ import pytest
 from conftest import task_from
 
 from playground.data.loader import Batches, window_stream
-from playground.data.packing import pack, pack_shard
+from playground.data.packing import (
+    check_fits,
+    count_windows,
+    pack,
+    pack_shard,
+    pack_stream,
+    resolve_packing,
+)
+from playground.errors import ConfigError
 
 TASK = ("task=depo_tiny", "task.context=128")
+PACKINGS = ["aligned", "stream"]
 
 
 def examples_of(task, start, count):
@@ -52,20 +62,22 @@ def test_too_long_example_is_an_error():
         pack([task.example("train", 0)], 64, task.vocab.pad)
 
 
-def test_stream_independent_of_batch_size():
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_stream_independent_of_batch_size(packing):
     task = task_from(*TASK)
-    one = np.concatenate([next(b)[0].numpy() for b in [Batches(task, 24, 16)]])
-    b6 = Batches(task, 6, 16)
+    one = np.concatenate([next(b)[0].numpy() for b in [Batches(task, 24, 16, packing=packing)]])
+    b6 = Batches(task, 6, 16, packing=packing)
     four = np.concatenate([next(b6)[0].numpy() for _ in range(4)])
     assert one.tobytes() == four.tobytes()
 
 
-def test_stream_independent_of_workers():
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_stream_independent_of_workers(packing):
     task = task_from(*TASK)
-    plain = next(Batches(task, 40, 8, num_workers=0))
-    workers = next(Batches(task, 40, 8, num_workers=2, prefetch=2))
-    assert plain[0].numpy().tobytes() == workers[0].numpy().tobytes()
-    assert plain[1].numpy().tobytes() == workers[1].numpy().tobytes()
+    plain = next(Batches(task, 40, 8, num_workers=0, packing=packing))
+    workers = next(Batches(task, 40, 8, num_workers=2, prefetch=2, packing=packing))
+    for a, b in zip(plain, workers):  # tokens, mask, segments
+        assert a.numpy().tobytes() == b.numpy().tobytes()
 
 
 def test_workers_leave_preemption_signals_to_the_main_process():
@@ -88,23 +100,26 @@ def test_workers_leave_preemption_signals_to_the_main_process():
     assert got == want
 
 
-def test_resume_from_state_continues_the_stream():
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_resume_from_state_continues_the_stream(packing):
     task = task_from(*TASK)
-    ref = Batches(task, 5, 8)
+    ref = Batches(task, 5, 8, packing=packing)
     batches = [next(ref) for _ in range(6)]
-    part = Batches(task, 5, 8)
+    part = Batches(task, 5, 8, packing=packing)
     for _ in range(3):
         next(part)
-    resumed = Batches(task, 5, 8, state=part.state_dict())
+    resumed = Batches(task, 5, 8, state=part.state_dict(), packing=packing)
     for expected in batches[3:]:
         got = next(resumed)
-        assert got[0].numpy().tobytes() == expected[0].numpy().tobytes()
+        for a, b in zip(got, expected):
+            assert a.numpy().tobytes() == b.numpy().tobytes()
 
 
-def test_shards_are_pure_functions():
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_shards_are_pure_functions(packing):
     task = task_from(*TASK)
-    a, b = pack_shard(task, "train", 3, 8), pack_shard(task, "train", 3, 8)
-    assert a[0].tobytes() == b[0].tobytes()
+    a, b = pack_shard(task, "train", 3, 8, packing), pack_shard(task, "train", 3, 8, packing)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(a, b))
     first = task.example("train", 24)
     assert a[0][0, : len(first)].tobytes() == first.tokens.tobytes()
 
@@ -113,21 +128,23 @@ STREAM_HASH = """
 import hashlib
 import os
 import signal
+import sys
 from conftest import task_from
 from playground.data.loader import window_stream
-w = window_stream(task_from("task=depo1", "task.N=60"), 16, 30)
+w = window_stream(task_from("task=depo1", "task.N=60"), 16, 30, packing=sys.argv[1])
 print(hashlib.sha256(w.tobytes()).hexdigest())
 """
 
 
-def test_stream_byte_identical_across_processes():
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_stream_byte_identical_across_processes(packing):
     digests = {
-        subprocess.run([sys.executable, "-c", STREAM_HASH], capture_output=True, text=True, check=True,
-                       cwd=__file__.rsplit("/", 1)[0]).stdout.strip()
+        subprocess.run([sys.executable, "-c", STREAM_HASH, packing], capture_output=True, text=True,
+                       check=True, cwd=__file__.rsplit("/", 1)[0]).stdout.strip()
         for _ in range(2)
     }
-    here = hashlib.sha256(window_stream(task_from("task=depo1", "task.N=60"), 16, 30).tobytes()).hexdigest()
-    assert digests == {here}
+    windows = window_stream(task_from("task=depo1", "task.N=60"), 16, 30, packing=packing)
+    assert digests == {hashlib.sha256(windows.tobytes()).hexdigest()}
 
 
 def test_automatic_loader_workers(monkeypatch):
@@ -148,3 +165,114 @@ def test_automatic_loader_workers(monkeypatch):
     assert loader_workers(-1, cuda) == 3
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
     assert loader_workers(-1, cuda) == 1
+
+
+# -- stream packing (data.packing=stream; Lano's own) -------------------------------------------
+
+
+def test_stream_windows_cut_the_concatenated_examples():
+    """Every token of the examples, in order, then the next example's first token (its target
+    flag with it), then padding in the last window only; a segment starts exactly where an
+    example starts, and each window counts its segments from 0."""
+    task = task_from(*TASK)
+    exs, follow = examples_of(task, 0, 40), task.example("train", 40)
+    tokens, mask, segments = pack_stream(exs, 128, task.vocab.pad, follow)
+    flat, flat_mask = np.concatenate([ex.tokens for ex in exs]), np.concatenate([ex.loss_mask for ex in exs])
+    n = len(flat)
+    assert n % 128 and tokens.shape == mask.shape == segments.shape == (-(-n // 128), 128)
+    assert (tokens.ravel()[:n] == flat).all() and (mask.ravel()[:n] == flat_mask).all()
+    assert tokens.ravel()[n] == follow.tokens[0] and mask.ravel()[n] == follow.loss_mask[0]
+    tail = slice(n + 1, None)
+    assert (tokens.ravel()[tail] == task.vocab.pad).all() and not mask.ravel()[tail].any()
+    assert (segments.ravel()[tail] == -1).all() and (segments[:-1] >= 0).all()
+    starts = set(np.cumsum([len(ex) for ex in exs]).tolist())  # global positions where an example starts
+    for w, row in enumerate(segments):
+        assert row[0] == 0
+        for p in range(1, 128):
+            g = w * 128 + p
+            if g <= n:
+                assert row[p] - row[p - 1] == (1 if g in starts else 0), (w, p)
+
+
+def test_stream_shard_ends_like_every_example():
+    """A stream shard closes its last window with the first token of the next shard (a Lano
+    ``<bos>``, a target: the shard's last sentence ends), which opens that shard at position 0,
+    where nothing is trained."""
+    task = task_from("task=cfg3f")
+    bos = task.vocab.bos
+    for shard in range(3):
+        tokens, mask, segments = pack_shard(task, "train", shard, 8)
+        used = int((segments[-1] >= 0).sum())
+        last = tokens[-1, used - 1]
+        total = sum(len(task.example("train", i)) for i in range(8 * shard, 8 * shard + 8))
+        assert tokens.size - (tokens == task.vocab.pad).sum() == total + (total % 512 > 0)
+        if total % 512:
+            assert last == bos and mask[-1, used - 1] and segments[-1, used - 1] == segments[-1, used - 2] + 1
+        nxt = pack_shard(task, "train", shard + 1, 8)[0]
+        assert nxt[0, 0] == bos
+
+
+def test_stream_packing_lets_examples_cross_window_edges():
+    """Examples longer than the context: aligned packing refuses them (naming task.context), a
+    stream cuts them."""
+    task = task_from("task=depo1", "task.context=512")
+    with pytest.raises(ConfigError, match="task.context"):
+        check_fits(task, "auto")
+    check_fits(task, "stream")
+    lengths = [len(task.example("train", i)) for i in range(6)]
+    tokens, _, segments = pack_shard(task, "train", 0, 6, "stream")
+    assert max(lengths) > 512 and len(tokens) == -(-sum(lengths) // 512)
+    assert (tokens[:-1] != task.vocab.pad).all() and (segments[:, 0] == 0).all()
+
+
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_count_windows_matches_the_loader(packing):
+    task = task_from(*TASK)
+    shards = [pack_shard(task, "train", s, 8, packing)[0] for s in range(3)]
+    assert count_windows(task, 24, 8, packing) == (sum(len(w) for w in shards), 24)
+    loader = next(Batches(task, sum(len(w) for w in shards), 8, packing=packing))[0].numpy().astype(np.int32)
+    assert loader.tobytes() == np.concatenate(shards).tobytes()
+    # a partial last shard: the windows of its examples, packed the same way
+    lengths = [len(task.example("train", i)) for i in range(24, 29)]
+    partial = -(-sum(lengths) // 128) if packing == "stream" else len(pack(examples_of(task, 24, 5), 128, 0)[0])
+    assert count_windows(task, 29, 8, packing)[0] == count_windows(task, 24, 8, packing)[0] + partial
+
+
+def test_auto_packing_is_the_tasks_own():
+    from playground.config import plugins
+
+    lano, depo = task_from("task=cfg3f"), task_from(*TASK)
+    assert resolve_packing(lano, "auto") == "stream" and resolve_packing(depo, "auto") == "aligned"
+    assert resolve_packing(lano, "aligned") == "aligned" and resolve_packing(depo, "stream") == "stream"
+    assert {name: cls.packing for name, cls in plugins("playground.tasks").items()
+            if cls.packing != "aligned"} == {"lano": "stream"}
+    with pytest.raises(ConfigError, match="data.packing='packed'"):
+        resolve_packing(depo, "packed")
+    assert window_stream(lano, 8, 3).tobytes() == window_stream(lano, 8, 3, packing="stream").tobytes()
+    assert window_stream(lano, 8, 3).tobytes() != window_stream(lano, 8, 3, packing="aligned").tobytes()
+
+
+def test_isolated_stream_windows_equal_separate_forwards():
+    """data.isolate_examples with a stream: each segment of a window, the example cut at the
+    window start included, gets exactly its stand-alone logits, so the <bos> that ends a
+    sentence is predicted from that sentence alone."""
+    import torch
+
+    from playground.config import ModelConfig
+    from playground.layers.canon import CanonConfig
+    from playground.mixers.attention import AttentionConfig
+    from playground.model import build_model
+
+    task = task_from(*TASK)
+    batch = next(Batches(task, 4, 8, packing="stream"))
+    model = build_model(ModelConfig(n_layers=2, d_model=64, head_dim=16, mixer=AttentionConfig(),
+                                    canon=CanonConfig(positions="ABCD")), len(task.vocab), seed=1).eval()
+    with torch.no_grad():
+        packed = model(batch.tokens, segments=batch.segments)
+        for row in range(4):
+            seg = batch.segments[row]
+            assert (seg[1:] - seg[:-1]).min() >= 0 and seg[0] == 0
+            for k in seg.unique().tolist():
+                where = (seg == k).nonzero().flatten()
+                alone = model(batch.tokens[row : row + 1, where])
+                torch.testing.assert_close(packed[row : row + 1, where], alone, rtol=1e-5, atol=1e-5)

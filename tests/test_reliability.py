@@ -157,7 +157,8 @@ INVALID = [
     (["model.mlp=none"], "model.canon.positions"),  # Canon C/D need an MLP
     (["wandb.mode=cloud"], "wandb.mode"),
     (["train.dtype=fp16"], "train.dtype"),
-    (["data.num_workers=-1"], "data.num_workers"),
+    (["data.num_workers=-2"], "data.num_workers"),
+    (["data.packing=packed"], "data.packing"),
     (["task=brevo1", "task.query=first"], "task.query"),
     (["task=mqar", "task.lengths=[0]"], "task.lengths"),
     (["task=mqar_tiny", "task.max_key_len=3", "task.delimiter=false"], "task.delimiter"),
@@ -173,7 +174,8 @@ def test_invalid_config_gives_its_message(overrides, key):
     from playground.tasks import build_task
 
     with pytest.raises(ConfigError) as info:
-        check_fits(build_task(to_objects(compose(overrides)).task))
+        cfg = to_objects(compose(overrides))
+        check_fits(build_task(cfg.task), cfg.data.packing)
     assert key in str(info.value)
 
 

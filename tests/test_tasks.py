@@ -43,6 +43,33 @@ def test_data_cli_show_and_dump(preset, tmp_path, capsys):
     assert len(rows) == 3 and all(len(r["tokens"]) == len(r["pieces"]) == len(r["loss_mask"]) for r in rows)
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+def test_data_cli_windows_are_the_training_windows(preset, tmp_path, capsys):
+    """``dump windows=N`` writes the loader's first windows byte for byte (ids, the loss mask
+    as the loss applies it, segments); ``show windows=N`` prints them."""
+    from playground.config import compose, to_objects
+    from playground.data.loader import Batches
+    from playground.data.packing import shard_size
+
+    out = tmp_path / "w.jsonl"
+    data_main(["dump", f"task={preset}", "windows=3", f"out={out}"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    cfg = to_objects(compose([f"task={preset}"]))
+    task = task_from(f"task={preset}")
+    batch = next(Batches(task, 3, shard_size(task, cfg.data.shard_examples), packing=cfg.data.packing))
+    targets = batch.mask.clone()
+    targets[:, 0] = False
+    assert len(rows) == 3 and all(len(r["ids"]) == len(r["targets"]) == task.cfg.context for r in rows)
+    assert np.array([r["ids"] for r in rows], np.int64).tobytes() == batch.tokens.numpy().tobytes()
+    assert np.array([r["targets"] for r in rows], bool).tobytes() == targets.numpy().tobytes()
+    assert np.array([r["segments"] for r in rows], np.int32).tobytes() == batch.segments.numpy().tobytes()
+    assert [r["text"] for r in rows] == [task.vocab.decode(ids) for ids in batch.tokens]
+    capsys.readouterr()
+    data_main(["show", f"task={preset}", "windows=1", "start=2"])
+    shown = capsys.readouterr().out
+    assert shown.startswith("# window 2 (") and shown.count("# window") == 1
+
+
 @pytest.mark.parametrize("family", sorted(TINY))
 def test_tiny_run_learns(family, make_cfg, tmp_path):
     run(make_cfg(f"task={TINY[family]}", "size=2L64D", "train.steps=40", "train.batch_size=8",

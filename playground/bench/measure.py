@@ -16,7 +16,7 @@ import torch
 
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
-from playground.data.packing import shard_size
+from playground.data.packing import resolve_packing, shard_size
 from playground.run.device import device_for, loader_workers
 from playground.run.loop import make_optimizer, train_step
 from playground.tasks import build_task
@@ -71,7 +71,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     t = cfg.train
     workers = loader_workers(cfg.data.num_workers, device)
     batches = Batches(task, t.batch_size, shard_size(task, cfg.data.shard_examples), workers,
-                      cfg.data.prefetch)
+                      cfg.data.prefetch, packing=cfg.data.packing)
     fixed = next(batches)
 
     def one_step():
@@ -86,7 +86,8 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     peak = peak_flops(device)
     return {"overrides": overrides, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "step_s": seconds, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
-            "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers, "compile": t.compile,
+            "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers,
+            "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "params": model.param_counts()["total"]}
@@ -120,12 +121,14 @@ def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...
     meta) and loader tokens/s with N workers (packed windows, padding included)."""
     rows = []
     for preset in presets:
-        task = build_task(to_objects(compose([f"task={preset}"])).task)
+        cfg = to_objects(compose([f"task={preset}"]))
+        task = build_task(cfg.task)
         tic = time.perf_counter()
         tokens = sum(len(task.example("train", i, meta=False)) for i in range(examples))
-        row = {"task": preset, "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic)}
+        row = {"task": preset, "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic),
+               "packing": resolve_packing(task, cfg.data.packing)}
         for n in workers:
-            batches = Batches(task, 8, shard_size(task), num_workers=n, prefetch=4)
+            batches = Batches(task, 8, shard_size(task), num_workers=n, prefetch=4, packing=cfg.data.packing)
             next(batches)  # workers started
             tic, count = time.perf_counter(), 0
             while time.perf_counter() - tic < seconds:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from playground.data.packing import pack_shard
+from playground.data.packing import pack_shard, resolve_packing
 from playground.tasks.base import Task
 
 
@@ -29,17 +29,19 @@ class Batch(NamedTuple):
 
 
 class ShardStream(IterableDataset):
-    """Yields (shard index, tokens, mask, segments) [W, T] each, for shards start, start+1, …"""
+    """Yields (shard index, tokens, mask, segments) [W, T] each, for shards start, start+1, …
+    packed in mode ``packing`` (resolved: aligned or stream)."""
 
-    def __init__(self, task: Task, split: str, shard_examples: int, start: int = 0):
+    def __init__(self, task: Task, split: str, shard_examples: int, start: int = 0, packing: str = "aligned"):
         self.task, self.split, self.shard_examples, self.start = task, split, shard_examples, start
+        self.packing = packing
 
     def __iter__(self):
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         for shard in itertools.count(self.start + worker, workers):
-            yield shard, *(torch.from_numpy(a) for a in pack_shard(self.task, self.split, shard,
-                                                                    self.shard_examples))
+            arrays = pack_shard(self.task, self.split, shard, self.shard_examples, self.packing)
+            yield shard, *(torch.from_numpy(a) for a in arrays)
 
 
 class _IgnoreSignals:
@@ -60,12 +62,13 @@ class Batches:
 
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
                  prefetch: int = 4, state: dict | None = None, split: str = "train",
-                 ignore_signals: tuple[int, ...] = ()):
+                 ignore_signals: tuple[int, ...] = (), packing: str = "auto"):
         """``ignore_signals``: signals the loader workers leave to this process (the run's
-        preemption signals)."""
+        preemption signals); ``packing``: ``data.packing`` (auto: the task's own)."""
         state = state or {"shard": 0, "offset": 0}
         self.batch_size = batch_size
-        stream = ShardStream(task, split, shard_examples, start=state["shard"])
+        self.packing = resolve_packing(task, packing)
+        stream = ShardStream(task, split, shard_examples, start=state["shard"], packing=self.packing)
         loader = DataLoader(stream, batch_size=None, num_workers=num_workers,
                             prefetch_factor=prefetch if num_workers else None,
                             persistent_workers=False,
@@ -99,7 +102,13 @@ class Batches:
         return Batch(tokens.long(), mask, segments)
 
 
-def window_stream(task: Task, shard_examples: int, count: int, split: str = "train") -> np.ndarray:
-    """The first ``count`` windows of the stream as int32[count, T] (for inspection and tests)."""
-    batches = Batches(task, count, shard_examples, split=split)
-    return next(batches)[0].numpy().astype(np.int32)
+def first_windows(task: Task, shard_examples: int, count: int, split: str = "train",
+                  packing: str = "auto") -> Batch:
+    """The first ``count`` windows of the stream, exactly as training reads them."""
+    return next(Batches(task, count, shard_examples, split=split, packing=packing))
+
+
+def window_stream(task: Task, shard_examples: int, count: int, split: str = "train",
+                  packing: str = "auto") -> np.ndarray:
+    """The first ``count`` windows' tokens as int32[count, T] (for inspection and tests)."""
+    return first_windows(task, shard_examples, count, split, packing).tokens.numpy().astype(np.int32)

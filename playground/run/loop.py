@@ -29,7 +29,15 @@ from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM, build_model
 from playground.run import rundir as runs
-from playground.run.device import all_sum, barrier, device_for, is_main, loader_workers, setup, world
+from playground.run.device import (
+    all_sum,
+    barrier,
+    device_for,
+    is_main,
+    loader_workers,
+    setup,
+    world,
+)
 from playground.tasks import Task
 
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)
@@ -232,8 +240,8 @@ class Trainer:
         t = self.cfg.train
         resumed = self.restore()
         shard = shard_size(self.task, self.cfg.data.shard_examples)
-        batches = Batches(self.task, t.batch_size, shard, self.workers,
-                          self.cfg.data.prefetch, state=self.data_state, ignore_signals=PREEMPT_SIGNALS)
+        batches = Batches(self.task, t.batch_size, shard, self.workers, self.cfg.data.prefetch,
+                          state=self.data_state, ignore_signals=PREEMPT_SIGNALS, packing=self.cfg.data.packing)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
                    disable=not (t.progress and sys.stdout.isatty() and self.main), dynamic_ncols=True)

@@ -22,6 +22,7 @@ import torch
 
 from playground.cli import atomic_write, json_safe, read_json, write_json  # noqa: F401 - re-exported
 from playground.config import Config, from_container, plugin
+from playground.data.packing import resolve_packing
 
 CKPT_RE = re.compile(r"step_(\d+)\.pt$")
 
@@ -181,7 +182,8 @@ CANON_FIELDS = ("positions", "residual", "kernel", "activation", "bias", "init",
 def run_record(cfg: Config) -> dict:
     """What a run *is*, as fields: ``summary.json``'s ``record``, which the report reads (never
     the run's name). Its task (family, preset, difficulty, the heatmap panel and row it is a
-    cell of, and the metrics its task states), architecture, Canon, size, sweep and seed."""
+    cell of, the metrics its task states, and how its examples were packed: ``data.packing``
+    resolved), architecture, Canon, size, sweep and seed."""
     t, m = cfg.task, cfg.model
     task_cls = plugin("playground.tasks", t.name, "task.name")
     row, row_order = t.row()
@@ -191,7 +193,8 @@ def run_record(cfg: Config) -> dict:
                  "context": t.context, "data_seed": t.seed, "panel": cfg.panel or t.panel(),
                  "row": row, "row_order": row_order, "heatmap": task_cls.heatmap,
                  "metric": task_cls.primary_metric, "metric2": task_cls.secondary_metric,
-                 "depth_metric": task_cls.depth_metric},
+                 "depth_metric": task_cls.depth_metric,
+                 "packing": resolve_packing(task_cls, cfg.data.packing)},
         "arch": {"mixer": m.mixer.name, "label": m.mixer.tag(), "mlp": m.mlp,
                  "position": m.mixer.position() if hasattr(m.mixer, "position") else "none",
                  **mixer},

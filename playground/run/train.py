@@ -67,7 +67,8 @@ def resolve_steps(cfg: Config, task: Task) -> Config:
     batch = cfg.train.batch_size
     steps, why = task.train_steps(batch), "steps"
     if not steps and (examples := task.train_examples()):
-        windows, measured = count_windows(task, examples, shard_size(task, cfg.data.shard_examples))
+        windows, measured = count_windows(task, examples, shard_size(task, cfg.data.shard_examples),
+                                          cfg.data.packing)
         steps = math.ceil(windows / batch)
         how = "counted" if measured == examples else f"estimated from the first {measured:,}"
         why = (f"steps: {examples:,} training examples in {windows:,} windows of {cfg.task.context} "
@@ -105,7 +106,7 @@ def run(dcfg: DictConfig) -> dict:
     here, once, and handed to whatever needs it."""
     cfg = to_objects(dcfg)
     task = build_task(cfg.task)
-    check_fits(task)
+    check_fits(task, cfg.data.packing)
     cfg = resolve_steps(cfg, task)
     out = Path(cfg.out_dir)
     container = OmegaConf.to_container(dcfg, resolve=True)

@@ -167,13 +167,17 @@ class Task(ABC):
     say how reports read them: ``secondary_metric`` (shown beside the primary in a heatmap cell,
     e.g. Depo's accuracy at K/2), ``depth_metric`` (the prefix of per-depth accuracies,
     ``<prefix><d>``, for ``playground-report depth``) and ``heatmap`` (False: the task is not
-    read as a difficulty × size heatmap, e.g. Capo's bits vs parameters)."""
+    read as a difficulty × size heatmap, e.g. Capo's bits vs parameters). ``packing`` is how
+    its training examples fill windows under ``data.packing=auto`` (``playground.data.packing``):
+    ``aligned`` (a window starts at an example; one that does not fit starts the next window)
+    or ``stream`` (examples concatenated and cut into windows); each task's docstring says why."""
 
     Config: ClassVar[type[TaskConfig]]
     primary_metric: ClassVar[str]
     secondary_metric: ClassVar[str | None] = None
     depth_metric: ClassVar[str | None] = None
     heatmap: ClassVar[bool] = True
+    packing: ClassVar[str] = "aligned"
 
     def __init__(self, cfg: TaskConfig):
         self.cfg = cfg

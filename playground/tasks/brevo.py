@@ -17,6 +17,10 @@ A decoded example (``playground-data show task=brevo1 task.N=6``, eval split)::
 Evaluation is generative (greedy after ``<ans>`` until ``<eos>``, cached decoding): correct iff
 the generated vertices are exactly the ancestor set, each once, in a topological order.
 Facts and the two documented choices (query rule, whether q ends the answer): ../shared/TASKS.md.
+
+Packing (``data.packing=auto``): ``aligned``. An example is one independent DAG with its query;
+cut by a window edge, the answer would lose the edges it is derived from (the answer must not be
+cut from its question).
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ Training stream: example k is exposure ``k // N`` of person ``perm_{k // N}[k % 
 permutation per pass), so indices 0..N·E-1 hold every biography exactly E times; full LM loss.
 Eval: teacher-forced p1 (full-name tokens) and p2 (the six attribute values) in nats, then
 bits = N·log2(N0/e^p1) + N·log2(S0/e^p2) (Part 3.3, Def. 4.3). Facts: ../shared/TASKS.md (Capo).
+
+Packing (``data.packing=auto``): ``aligned``. Biographies are short and independent; cut by a
+window edge, an attribute would lose the name it belongs to (the answer must not be cut from its
+question), and the capacity eval scores whole biographies.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ least DEPTH_BAR and all smaller k's too (0 if one hop is not learned): a measure
 that still moves when ``acc_at_K`` sits at chance, as it does at small budgets. The bar is well
 above the one-hop plateau: copying the value after a random occurrence of the key scores about
 50 % at k = 1, so 50 % would not show that a hop was learned.
+
+Packing (``data.packing=auto``): ``aligned``. An example is one independent question–answer
+document; cut by a window edge, its queries would lose the edges they are answered from (the
+answer must not be cut from its question).
 """
 
 from __future__ import annotations

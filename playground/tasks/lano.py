@@ -4,6 +4,14 @@ An example is ``<bos>`` followed by one sentence sampled from the grammar (unifo
 choice), every token a target. Packed windows therefore read ``<bos> s1 <bos> s2 …`` and the
 ``<bos>`` that opens a sentence is also the predicted end of the one before it.
 
+Packing (``data.packing=auto``): ``stream``, the paper's continuous windows — the sentences are
+concatenated and cut into windows of ``context`` tokens, a sentence may cross a window edge, and
+every sentence end is a target (the next ``<bos>``; only an end that falls exactly on a window
+edge is not, its ``<bos>`` being position 0 of the next window). With aligned windows an end is
+a target only when the next sentence fits in the same window: for cfg3f at context 512 about a
+third of the ends and none of the sentences longer than ~450 symbols, and models trained that
+way learn to stop only 57–62% of the time. ``data.packing=aligned`` keeps the old stream.
+
 A decoded example (``playground-data show task=cfg3f count=1``: eval split, index 0)::
 
     <bos> 1 2 1 2 3 2 1 1 3 2 2 3 2 2 3 3 1 2 1 1 2 1 2 3 3 3 2 2 3 2 3 1 1 3 3 1 … (249 tokens)
@@ -23,8 +31,10 @@ Evaluation (facts: ../shared/TASKS.md, Lano):
   ``position_stats`` gives them per position.
 
 Sentences longer than ``context - 1`` are redrawn from the same generator so that every example
-fits a window; the config refuses a context where that would happen with probability above
-1e-4 under the grammar (for cfg3f at context 512 it is 1.2e-6).
+fits a window (needed by aligned packing and by generation from ``<bos>`` within the context;
+kept under stream packing so both see the same sentences); the config refuses a context where
+that would happen with probability above 1e-4 under the grammar (for cfg3f at context 512 it is
+1.2e-6).
 """
 
 from __future__ import annotations
@@ -101,6 +111,7 @@ class LanoConfig(TaskConfig):
 class Lano(Task):
     Config = LanoConfig
     primary_metric = "gen_acc"
+    packing = "stream"  # the paper's continuous windows (module docstring)
 
     def __init__(self, cfg: LanoConfig):
         self.grammar: Grammar = load_grammar(cfg.grammar)

@@ -15,8 +15,19 @@ target)::
 
     <bos> <len_3> - * + 18 5 21 20 <ans> 3
 
-Evaluation: exact match of the answer token (argmax given the true prefix) at l = L (``acc``,
-the primary metric) and per l: even eval indices have l = L, odd ones cycle through 1..L.
+Evaluation (argmax of the answer token given the true prefix, exact match), on two sets:
+
+* ``acc`` (the primary metric, the paper's): the eval set, ``eval_size`` expressions of the
+  ``eval`` split, every one with exactly l = L operators (../shared/TASKS.md, Mano);
+* ``acc_l{l}``: per-l accuracy on the stratified diagnostic set, ``eval_size`` expressions of
+  the ``test`` split where example i has l = 1 + i mod L (``acc_all_l``: that whole set, l
+  uniform over 1..L). It shows where accuracy falls off; it is never part of ``acc``.
+
+Each example's ``meta["split"]`` says which set it belongs to.
+
+Packing (``data.packing=auto``): ``aligned``. Examples are short (at most 2L + 5 tokens) and
+independent; cut by a window edge, the answer would lose its expression (the answer must not be
+cut from its question).
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from playground.tasks.base import (
 )
 
 MOD = 23
+DIAGNOSTIC = "test"  # the split of the stratified diagnostic set (l = 1 + index mod L)
 OPS = ("+", "-", "*", "/")
 
 
@@ -121,27 +133,43 @@ class Mano(Task):
             b = self._expr(u, ops - 1 - left_ops, out)
         return apply(op, a, b)
 
+    def _operators(self, split: str, index: int, u: Iterator[float]) -> int:
+        """l of example ``index``: U[1, L] in training, L in the eval set, 1 + index mod L in the
+        stratified diagnostic set (the test split)."""
+        L = self.cfg.L
+        if split == "train":
+            return 1 + int(next(u) * L)
+        return L if split == "eval" else 1 + index % L
+
     def example(self, split: str, index: int, meta: bool = True) -> Example:
         c = self.cfg
         u = uniforms(rng_for(c.seed, split, index), 4 * c.L + 8)
-        if split == "train":
-            ops = 1 + int(next(u) * c.L)
-        else:
-            ops = c.L if index % 2 == 0 else 1 + (index // 2) % c.L
+        ops = self._operators(split, index, u)
         expr: list[int] = []
         value = self._expr(u, ops, expr)
         tokens = [self._token(u, "<bos>"), self._token(u, f"<len_{ops}>"), *expr,
                   self._token(u, "<ans>"), self._values[value]]
         mask = np.ones(len(tokens), bool) if c.loss == "all" else np.arange(len(tokens)) >= len(tokens) - 2
         end = len(tokens)
-        info = {"l": ops, "value": value, "expression": self.vocab.decode(expr),
+        info = {"l": ops, "value": value, "expression": self.vocab.decode(expr), "split": split,
                 "spans": [{"start": end - 1, "end": end, "l": ops}]} if meta else {}
         return Example(np.asarray(tokens, np.int32), mask, info)
 
+    def eval_examples(self) -> list[Example]:
+        """The eval set (l = L), then the stratified diagnostic set (module docstring)."""
+        size = self.cfg.eval_size
+        return [self.example("eval", i) for i in range(size)] + [self.example(DIAGNOSTIC, i) for i in range(size)]
+
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
+        """``acc`` on the examples of the eval set; ``acc_l{l}`` and ``acc_all_l`` on those of
+        the diagnostic set (either may be absent from ``examples``: its metrics are then left
+        out, ``acc`` as NaN)."""
         preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)
-        per_l = span_accuracy(examples, preds, "l")
-        out = {k: v for k, v in per_l.items() if k.startswith("acc_l")}
-        out["acc"] = per_l.get(f"acc_l{self.cfg.L}", float("nan"))
-        out["acc_all_l"] = per_l["acc"]
+        pairs = list(zip(examples, preds))
+        main = [pair for pair in pairs if pair[0].meta["split"] != DIAGNOSTIC]
+        diag = [pair for pair in pairs if pair[0].meta["split"] == DIAGNOSTIC]
+        out = {"acc": span_accuracy(*zip(*main), "l")["acc"] if main else float("nan")}
+        if diag:
+            per_l = span_accuracy(*zip(*diag), "l")
+            out.update({k: v for k, v in per_l.items() if k.startswith("acc_l")}, acc_all_l=per_l["acc"])
         return out

@@ -14,6 +14,10 @@ task=mqar task.pairs=[3] task.filler_rate=0.5``; targets in brackets)::
 Training may mix several (pairs, length) settings; ``length > 0`` pads a setting to exactly that
 many tokens with fillers spread at random over the gaps. Evaluation: argmax accuracy of each
 supervised value given the true prefix, overall and per key length, on the ``eval_setting``.
+
+Packing (``data.packing=auto``): ``aligned``. An example is one independent set of pairs; cut by a
+window edge, a value's second occurrence would lose the first one it is recalled from (the
+answer must not be cut from its question).
 """
 
 from __future__ import annotations
