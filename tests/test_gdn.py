@@ -149,6 +149,51 @@ def test_l2_normalize_matches_fla_convention():
     assert l2_normalize(torch.zeros(2, 4)).eq(0).all()  # no division by zero
 
 
+def fake_fla(monkeypatch, calls: list):
+    """A stand-in for ``fla.ops.gated_delta_rule`` with ``chunk_gated_delta_rule``'s signature
+    (fla 0.6.0) that runs our reference per ``cu_seqlens`` sequence: checks the adapter's
+    layout, dtypes, keyword names and variable-length packing without a GPU."""
+    import sys
+    import types
+
+    def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
+                               output_final_state=False, use_qk_l2norm_in_kernel=False,
+                               use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                               state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
+                               chunk_indices=None, cp_context=None, **kwargs):
+        assert not kwargs and not use_qk_l2norm_in_kernel and not use_beta_sigmoid_in_kernel
+        assert g.dtype == beta.dtype == torch.float32 and g.shape == beta.shape == q.shape[:3]
+        calls.append(None if cu_seqlens is None else cu_seqlens.tolist())
+        bounds = [0, q.shape[1]] if cu_seqlens is None else cu_seqlens.tolist()
+        assert cu_seqlens is None or q.shape[0] == 1
+        heads_first = lambda z, lo, hi: z[:, lo:hi].transpose(1, 2)  # [B, H, T, ·]
+        o = torch.cat([scan.gdn_chunked(*(heads_first(z, lo, hi) for z in (q, k, v, g, beta)),
+                                        scale, 64)[0].transpose(1, 2)
+                       for lo, hi in zip(bounds, bounds[1:])], dim=1)
+        return o, None
+
+    for name in ("fla", "fla.ops"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    module = types.ModuleType("fla.ops.gated_delta_rule")
+    module.chunk_gated_delta_rule = chunk_gated_delta_rule
+    monkeypatch.setitem(sys.modules, "fla.ops.gated_delta_rule", module)
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_fla_adapter_passes_the_kernel_what_it_expects(monkeypatch, isolated):
+    from playground.kernels import adapters as fast
+
+    calls = []
+    fake_fla(monkeypatch, calls)
+    q, k, v, g, beta, _ = (z.float() for z in gdn_inputs(9))
+    resets = torch.tensor(RESETS, dtype=torch.bool) if isolated else None
+    rows = lambda z: z.transpose(1, 2).contiguous()  # the layer's [B, T, H, ·]
+    got = fast.gdn_fla(*(rows(z) for z in (q, k, v, g, beta)), 0.5, "full", resets)
+    want = scan.gdn_chunked(q, k, v, g, beta, 0.5, 4, resets=resets)[0].transpose(1, 2)
+    torch.testing.assert_close(got, want)
+    assert calls == [[0, 3, 9, 10, 19, 21, 38, 42] if isolated else None]
+
+
 # -- the layer -------------------------------------------------------------------------------------
 
 def layer(conv="conv1d", positions="", **kw) -> GDN:
