@@ -157,7 +157,7 @@ INVALID = [
     (["model.mlp=none"], "model.canon.positions"),  # Canon C/D need an MLP
     (["wandb.mode=cloud"], "wandb.mode"),
     (["train.dtype=fp16"], "train.dtype"),
-    (["data.num_workers=-1"], "data.num_workers"),
+    (["data.num_workers=-2"], "data.num_workers"),
     (["task=brevo1", "task.query=first"], "task.query"),
     (["task=mqar", "task.lengths=[0]"], "task.lengths"),
     (["task=mqar_tiny", "task.max_key_len=3", "task.delimiter=false"], "task.delimiter"),

@@ -29,7 +29,15 @@ from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM, build_model
 from playground.run import rundir as runs
-from playground.run.device import all_sum, barrier, device_for, is_main, loader_workers, setup, world
+from playground.run.device import (
+    all_sum,
+    barrier,
+    device_for,
+    is_main,
+    loader_workers,
+    setup,
+    world,
+)
 from playground.tasks import Task
 
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)
