@@ -1,4 +1,4 @@
-"""GLA and Mamba2: the chunked forms equal the recurrent forms and an independent quadratic
+"""GLA, Mamba2 and Gated DeltaNet: the chunked forms equal the recurrent forms and an independent quadratic
 recomputation (outputs and gradients, with and without segment resets); every backbone × variant
 is causal, decodes with a cache exactly like a full pass, ignores left padding and keeps packed
 examples apart; initialisation; parameter counts; presets; tiny Depo runs."""
@@ -20,6 +20,7 @@ from playground.layers.canon import CanonConfig
 from playground.layers.mlp import swiglu_width
 from playground.mixers import scan
 from playground.mixers.attention import AttentionConfig
+from playground.mixers.gated_deltanet import GDNConfig
 from playground.mixers.gla import GLAConfig
 from playground.mixers.mamba2 import Mamba2Config
 from playground.model import build_model
@@ -161,6 +162,10 @@ def _m2(conv="conv1d", mlp="none", **kw):
     return dict(mixer=Mamba2Config(conv=conv, chunk=8, **kw), mlp=mlp, depth=2 if mlp == "none" else 1)
 
 
+def _gdn(**kw):
+    return dict(mixer=GDNConfig(chunk=4, **kw))
+
+
 BACKBONES = {
     "gla": _gla(),
     "gla_conv1d": _gla(conv="conv1d"),
@@ -179,6 +184,11 @@ BACKBONES = {
     "gla_dynamic_b_all_linear": {**_gla(), "positions": "B", "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
     "mamba2_canon_ab_dynamic": {**_m2("none"), "positions": "AB", "residual": False,
                                 "canon_kw": dict(dynamic="headwise", group=8)},
+    "gdn": _gdn(),
+    "gdn_noconv": _gdn(conv="none"),
+    "gdn_noconv_canon_abcd": {**_gdn(conv="none"), "positions": "ABCD"},
+    "gdn_canon_b_nores": {**_gdn(), "positions": "B", "residual": False},  # Canon-B before the conv
+    "gdn_dynamic_b_all_linear": {**_gdn(), "positions": "B", "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
 }
 
 
@@ -343,7 +353,8 @@ def test_canon_ab_places_one_canon_a_and_b():
 @pytest.mark.parametrize("cls,key,value", [
     (GLAConfig, "conv", "conv2d"), (GLAConfig, "backend", "cuda"), (GLAConfig, "heads", 0),
     (Mamba2Config, "conv", "canon_c"), (Mamba2Config, "state", 0),
-    (Mamba2Config, "autotune", "none")])
+    (Mamba2Config, "autotune", "none"), (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
+    (GDNConfig, "heads", 0), (GDNConfig, "chunk", 0), (GDNConfig, "expand_v", 0.0)])
 def test_bad_mixer_values_name_the_key(cls, key, value):
     with pytest.raises(ConfigError, match=f"model.mixer.{key}"):
         cls(**{key: value})
@@ -370,6 +381,7 @@ def test_cpu_uses_the_reference_and_never_imports_gpu_packages():
     before = set(sys.modules)
     tiny("gla")(torch.zeros(1, 4, dtype=torch.long))
     tiny("mamba2")(torch.zeros(1, 4, dtype=torch.long))
+    tiny("gdn")(torch.zeros(1, 4, dtype=torch.long))
     assert not {"fla", "mamba_ssm", "triton"} & (set(sys.modules) - before)
 
 
@@ -389,6 +401,9 @@ PRESET_RUNS = [
     ["model=mamba2_mlp", "mixer=mamba2_noconv1d", "canon=ABCD_nores"],
     ["mixer=gla", "canon=none"],
     ["mixer=gla_conv1d", "canon=ABCD"],
+    ["mixer=gdn", "canon=none"],
+    ["mixer=gdn_noconv", "canon=none"],
+    ["mixer=gdn_noconv", "canon=ABCD"],
 ]
 
 
@@ -434,3 +449,4 @@ def test_bench_params_prints_the_table(capsys):
     assert "| Llama (RoPE) | 25,027,072 (1.000×, 8 blocks) |" in out
     assert f"| GLA | {gla_params(8, 512):,} " in out
     assert f"| Mamba2 (2× layers, no MLP) | {mamba2_params(8, 512, mlp=False):,} " in out
+    assert "| GDN | 25,093,696 (1.003×, 8 blocks) |" in out and "| GDN (no conv) + Canon-ABCD | " in out

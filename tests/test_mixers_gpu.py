@@ -1,7 +1,8 @@
 """GPU kernels of the linear mixers against the PyTorch references (run with ``pytest -m gpu``).
 
-Sizes are the paper's 12L768D: GLA with 4 heads of key width 96 and value width 192; Mamba2
-with 16 heads of width 96 and state 64; context 2048. Errors are measured as the RMS of the
+Sizes are the paper's 12L768D: GLA and Gated DeltaNet with 4 heads of key width 96 and value
+width 192; Mamba2 with 16 heads of width 96 and state 64; context 2048 (GDN also at lengths that
+are no multiple of fla's chunk of 64, and one row). Errors are measured as the RMS of the
 difference over the RMS of the reference, for outputs and for every input gradient.
 """
 
@@ -20,6 +21,7 @@ import torch.nn.functional as F
 from playground.kernels import adapters as fast
 from playground.layers.canon import CanonConfig
 from playground.mixers import scan
+from playground.mixers.gated_deltanet import GDN, GDNConfig, l2_normalize
 from playground.mixers.gla import GLA, GLAConfig
 from playground.mixers.mamba2 import Mamba2, Mamba2Config
 
@@ -121,8 +123,64 @@ def test_mamba_ssm_ssd_matches_reference(dtype, isolated):
     _ssd_check(lambda *z: fast.ssd_mamba(*z, 64, "restricted", resets), dtype, resets)
 
 
+def gdn_inputs(dtype, b=2, t=2048, h=4, k=96, v=192, seed=3):
+    """As the layer makes them: unit-length q and k, g = -A·softplus(·) with A in [1, 16] and
+    dt around Mamba2's initial range, beta = sigmoid(·); g and beta in float32."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    rnd = lambda *s: torch.randn(*s, generator=g, device="cuda")
+    a = 1 + 15 * torch.rand(h, generator=g, device="cuda")
+    gates = -a * F.softplus(rnd(b, t, h) * 0.5 - 4.6)
+    return [l2_normalize(rnd(b, t, h, k)).to(dtype), l2_normalize(rnd(b, t, h, k)).to(dtype),
+            rnd(b, t, h, v).to(dtype), gates, torch.sigmoid(rnd(b, t, h))]
+
+
+GDN_SHAPES = [(2, 2048), (1, 1000), (3, 777)]  # (B, T): T = 1000 and 777 are no multiple of 64
+NO_GATED_BACKWARD = pytest.mark.skipif(
+    not fast.fla_gated_backward_ok(), reason="fla refuses its gated chunk backward on Hopper with "
+    "Triton >= 3.4, < 3.7.1 (fla #640); GDN then trains on the PyTorch path")
+
+
+def _gdn_check(dtype, shape, isolated, with_grads: bool):
+    b, t = shape
+    inputs = gdn_inputs(dtype, b=b, t=t)
+    resets = packed_resets(b, t) if isolated else None
+    scale = 96 ** -0.5
+    ref_fn = lambda q, k, v, g, beta: scan.gdn_chunked(
+        *(z.float().transpose(1, 2) for z in (q, k, v, g, beta)), scale, 64, resets=resets)[0].transpose(1, 2)
+    got_fn = lambda q, k, v, g, beta: fast.gdn_fla(q, k, v, g, beta, scale, "restricted", resets)
+    if not with_grads:
+        with torch.no_grad():
+            assert_all_close([got_fn(*inputs)], [ref_fn(*inputs)], TOL[dtype], ["o"])
+        return
+    dout = torch.randn(inputs[2].shape, device="cuda")
+    ref = run_with_grads(ref_fn, inputs, dout)
+    got = run_with_grads(got_fn, inputs, dout)
+    assert_all_close(got, ref, TOL[dtype], ["o", "dq", "dk", "dv", "dg", "dbeta"])
+
+
+@needs("fla")
+@pytest.mark.parametrize("isolated", [False, True])
+@pytest.mark.parametrize("shape", GDN_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fla_gated_delta_rule_forward_matches_reference(dtype, shape, isolated):
+    """Outputs only: runs where fla refuses the gated backward, too."""
+    _gdn_check(dtype, shape, isolated, with_grads=False)
+
+
+@needs("fla")
+@NO_GATED_BACKWARD
+@pytest.mark.parametrize("isolated", [False, True])
+@pytest.mark.parametrize("shape", GDN_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fla_gated_delta_rule_matches_reference_with_gradients(dtype, shape, isolated):
+    _gdn_check(dtype, shape, isolated, with_grads=True)
+
+
+MIXERS = {"gla": (GLAConfig, GLA), "mamba2": (Mamba2Config, Mamba2), "gdn": (GDNConfig, GDN)}
+
+
 def _module_pair(kind: str, backend: str, canon: str):
-    cfg_cls, cls = (GLAConfig, GLA) if kind == "gla" else (Mamba2Config, Mamba2)
+    cfg_cls, cls = MIXERS[kind]
     torch.manual_seed(0)
     ref = cls(768, 64, cfg_cls(backend="torch"), CanonConfig(positions=canon)).cuda()
     fast_mod = cls(768, 64, cfg_cls(backend=backend), CanonConfig(positions=canon)).cuda()
@@ -136,6 +194,8 @@ def _module_pair(kind: str, backend: str, canon: str):
     pytest.param("mamba2", "fla", "", marks=[needs("fla"), pytest.mark.skipif(
         not fast.fla_gated_backward_ok(), reason="fla refuses the gated backward here (fla #640)")]),
     pytest.param("mamba2", "mamba_ssm", "B", marks=needs("mamba_ssm")),
+    pytest.param("gdn", "fla", "", marks=[needs("fla"), NO_GATED_BACKWARD]),
+    pytest.param("gdn", "fla", "B", marks=[needs("fla"), NO_GATED_BACKWARD]),
 ])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, dtype):
@@ -155,12 +215,13 @@ def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, dtype):
 
 
 @pytest.mark.parametrize("kind", [pytest.param("gla", marks=needs("fla")),
-                                  pytest.param("mamba2", marks=needs("fla"))])
+                                  pytest.param("mamba2", marks=needs("fla")),
+                                  pytest.param("gdn", marks=needs("fla"))])
 def test_cached_decoding_on_cuda_matches_kernel_forward(kind):
     from playground.config import ModelConfig
     from playground.model import build_model
 
-    mixer = GLAConfig() if kind == "gla" else Mamba2Config()
+    mixer = MIXERS[kind][0]()
     cfg = ModelConfig(n_layers=2, d_model=256, mixer=mixer, canon=CanonConfig(positions="AB"),
                       mlp="swiglu")
     model = build_model(cfg, 50, seed=0).cuda().eval()
@@ -175,12 +236,14 @@ def test_cached_decoding_on_cuda_matches_kernel_forward(kind):
 FIRST_STEP = textwrap.dedent("""
     import sys, time, torch
     from playground.config import ModelConfig
+    from playground.mixers.gated_deltanet import GDNConfig
     from playground.mixers.gla import GLAConfig
     from playground.mixers.mamba2 import Mamba2Config
     from playground.model import build_model
     kind = sys.argv[1]
     mixer, mlp, depth = {"gla": (GLAConfig(), "swiglu", 1),
-                         "mamba2": (Mamba2Config(), "none", 2)}[kind]
+                         "mamba2": (Mamba2Config(), "none", 2),
+                         "gdn": (GDNConfig(backend="fla"), "swiglu", 1)}[kind]
     cfg = ModelConfig(n_layers=12, d_model=768, mixer=mixer, mlp=mlp, depth_multiplier=depth)
     model = build_model(cfg, 112).cuda()
     ids = torch.randint(0, 112, (16, 2048), device="cuda")
@@ -194,7 +257,8 @@ FIRST_STEP = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("kind", [pytest.param("gla", marks=needs("fla")),
-                                  pytest.param("mamba2", marks=needs("fla"))])
+                                  pytest.param("mamba2", marks=needs("fla")),
+                                  pytest.param("gdn", marks=[needs("fla"), NO_GATED_BACKWARD])])
 def test_first_training_step_on_a_cold_triton_cache_is_under_60s(kind, tmp_path):
     """The issue's requirement: with an empty Triton cache (a fresh machine) the first
     forward+backward of 12L768D at batch 16 × 2048, bf16, finishes within 60 s."""

@@ -25,6 +25,7 @@ from playground.cli import Args, Command, write_json
 from playground.cli import main as cli_main
 from playground.config import PAPER_SIZES, CanonConfig, ModelConfig, size_preset
 from playground.mixers.attention import AttentionConfig
+from playground.mixers.gated_deltanet import GDNConfig
 from playground.mixers.gla import GLAConfig
 from playground.mixers.mamba2 import Mamba2Config
 from playground.model import build_model
@@ -45,6 +46,8 @@ BACKBONES = [
     Backbone("Llama + Canon-ABCD", AttentionConfig(), canon="ABCD"),
     Backbone("GLA", GLAConfig()),
     Backbone("GLA + Canon-ABCD", GLAConfig(), canon="ABCD"),
+    Backbone("GDN", GDNConfig()),
+    Backbone("GDN (no conv) + Canon-ABCD", GDNConfig(conv="none"), canon="ABCD"),
     Backbone("Mamba2 (2× layers, no MLP)", Mamba2Config(), mlp="none", depth=2),
     Backbone("Mamba2 + Canon-AB(no-res)", Mamba2Config(conv="none"), canon="AB", mlp="none", depth=2,
              canon_kw={"residual": False}),

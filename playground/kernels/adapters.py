@@ -3,6 +3,7 @@
 - GLA: ``fla.ops.gla.chunk_gla`` (flash-linear-attention, the ``gpu`` extra).
 - Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
   ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head.
+- Gated DeltaNet: ``fla.ops.gated_delta_rule.chunk_gated_delta_rule``.
 
 Nothing here is imported on CPU: :func:`pick_backend` looks for the packages only when the
 input lives on a CUDA device, so CPU-only use never touches Triton. Each kernel is tested equal
@@ -29,6 +30,7 @@ import torch
 log = logging.getLogger(__name__)
 BACKENDS_GLA = ("auto", "torch", "fla")
 BACKENDS_SSD = ("auto", "torch", "fla", "mamba_ssm")
+BACKENDS_GDN = ("auto", "torch", "fla")
 AUTOTUNE = ("restricted", "full")
 _MODULES = {"fla": "fla.ops", "mamba_ssm": "mamba_ssm.ops.triton"}
 
@@ -48,9 +50,10 @@ def available(package: str) -> bool:
 
 @cache
 def fla_gated_backward_ok() -> bool:
-    """fla refuses its gated chunk backward (``simple_gla`` with g, our Mamba2 SSD) on Hopper
-    GPUs with Triton in [3.4.0, 3.7.1), where Triton miscompiles it (fla issue #640); there the
-    SSD uses the PyTorch path (or mamba_ssm) instead."""
+    """fla refuses its gated chunk backward (``chunk_bwd_dqkwg`` with g: ``simple_gla``, our
+    Mamba2 SSD, and the gated delta rule) on Hopper GPUs with Triton in [3.4.0, 3.7.1), where
+    Triton miscompiles it (fla issue #640); there the SSD uses the PyTorch path (or mamba_ssm)
+    instead, and so does Gated DeltaNet."""
     if not torch.cuda.is_available() or importlib.util.find_spec("triton") is None:
         return True
     import triton
@@ -180,3 +183,19 @@ def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch
     seq_idx = None if resets is None else resets.int().cumsum(1, dtype=torch.int32).contiguous()
     return mamba_chunk_scan_combined(x.contiguous(), dt.float().contiguous(), a.float(), bm, cm,
                                      chunk_size=chunk, seq_idx=seq_idx)
+
+
+def gdn_fla(q, k, v, g, beta, scale: float, autotune: str, resets=None) -> torch.Tensor:
+    """fla's chunked gated delta rule. q, k: [B, T, H, K], already L2-normalised (so
+    ``use_qk_l2norm_in_kernel`` stays off: one normalisation for both paths); v: [B, T, H, V];
+    g: [B, T, H] the log decay (natural log, <= 0: fla takes it in log space and does its own
+    chunk cumsum); beta: [B, T, H] after the sigmoid; resets: [B, T] bool or None
+    -> o [B, T, H, V]. Gates and beta go in float32, as fla's own tests pass them."""
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+
+    if autotune == "restricted":
+        restrict_autotune("fla", "chunk_gated_delta_rule")
+    (q, k, v, g, beta), cu = _varlen(resets, q, k, v, g.float(), beta.float())
+    o, _ = chunk_gated_delta_rule(q=q, k=k, v=v, g=g, beta=beta,
+                                  **_kwargs_for(chunk_gated_delta_rule, scale=scale, cu_seqlens=cu))
+    return o.view(*resets.shape, *o.shape[2:]) if cu is not None else o
