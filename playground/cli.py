@@ -143,7 +143,8 @@ def parse(prog: str, command: Command, argv: Sequence[str]) -> Args:
         elif command.overrides is not None and _in_sections(key, command.overrides):
             overrides.append(arg)
         else:
-            raise ConfigError(f"{arg!r}: {key} is not used by {name}; " + _accepts(command))
+            hint = " (seed= sets the model's initialisation; the data seed is task.seed)" if key == "seed" else ""
+            raise ConfigError(f"{arg!r}: {key} is not used by {name}{hint}; " + _accepts(command))
     return Args(prog, positional, options, overrides)
 
 

@@ -121,7 +121,7 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
 
 
 def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
-    """``--metric``: cells hold that metric, the lowest value wins for a loss (the highest for an
+    """``metric=``: cells hold that metric, the lowest value wins for a loss (the highest for an
     accuracy); a cell whose runs are all still running is 'pending', not 'failed'."""
     from playground.report.cli import main
 

@@ -1,4 +1,4 @@
-"""Fused Triton kernels for the low-rank dynamic Canon layer (``layers/dynamic_canon.py``):
+"""Fused Triton kernels for the low-rank dynamic Canon layer (``DynamicCanon`` in ``layers/canon.py``):
 
     y[t, c] = [x[t, c]] + Σ_j (u[t] · W2[j, c] + b[j, c]) · x[t - (K-1) + j, c]
 

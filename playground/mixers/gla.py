@@ -18,7 +18,7 @@ input x).
 
 Paths: the chunked PyTorch form for whole sequences and the recurrent form for single-token
 decoding (``scan.py``, tested equal); on CUDA with the ``gpu`` extra, ``fla.ops.gla.chunk_gla``
-for whole sequences (``backend: auto``), see ``fast.py``.
+for whole sequences (``backend: auto``), see ``kernels/adapters.py``.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def pick_device(name: str) -> torch.device:
 
 def device_for(train) -> torch.device:
     """The device of a ``TrainConfig`` (``train.device``), deterministic kernels switched on first
-    when ``train.deterministic`` (process-wide, so in ``playground-bench --compare`` such configs
+    when ``train.deterministic`` (process-wide, so in ``playground-bench train compare=`` such configs
     go last)."""
     if train.deterministic:
         use_deterministic_kernels()
