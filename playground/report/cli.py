@@ -24,7 +24,8 @@ from playground.report.plots import plot_capo, save_figure
 from playground.report.table import check_integrity, load_runs
 from playground.run.rundir import MetricsLog
 
-OUT = {"out": ("", "output folder (default: RESULTS/report)")}
+OUT = {"out": ("", "output folder (default: RESULTS/report)"),
+       "figures": ("true", "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)")}
 
 
 def _out(args: Args) -> Path:
@@ -86,13 +87,13 @@ def cmd_heatmap(args: Args) -> int:
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
     what = f"{metric} ({'lower' if lower else 'higher'} is better), " if metric else ""
     how = "best run over learning rates and seeds" if agg == "best" else "seed mean at the best learning rate"
-    for panel, block in cells.groupby("panel"):
+    for panel, block in cells.groupby("panel") if args.flag("figures") else ():
         save_figure(plots.heatmap_figure(block, f"{panel}: {what}{how}", percent, lower),
                     out / f"heatmap_{panel}{suffix}.png")
     if figure:
         versus = aggregate.versus_paper(cells, figure)
         atomic_write(out / f"vs_paper_fig{figure}.csv", versus.to_csv(index=False).encode())
-        for panel, block in versus.groupby("panel"):
+        for panel, block in versus.groupby("panel") if args.flag("figures") else ():
             save_figure(plots.versus_figure(block, f"Figure {figure}, {panel}: ours vs the paper"),
                         out / f"vs_paper_fig{figure}_{panel}.png")
     failed, pending = int((cells["status"] == "failed").sum()), int((cells["status"] == "pending").sum())
@@ -116,7 +117,8 @@ def cmd_curves(args: Args) -> int:
         print("playground-report: no run with evaluations matches", file=sys.stderr)
         return 1
     out = _out(args)
-    save_figure(plots.curves_figure(dict(list(records.items())[:limit])), out / "curves.png")
+    if args.flag("figures"):
+        save_figure(plots.curves_figure(dict(list(records.items())[:limit])), out / "curves.png")
     print(f"wrote {out}/curves.png ({min(len(records), limit)} runs)")
     return 0
 
@@ -154,7 +156,8 @@ def cmd_depth(args: Args) -> int:
         return 1
     out = _out(args)
     atomic_write(out / "depth.csv", table.drop(columns="depth_metric").to_csv(index=False).encode())
-    for (panel, row, size, name), block in table.groupby(["panel", "row", "size", "depth_metric"]):
+    groups = table.groupby(["panel", "row", "size", "depth_metric"]) if args.flag("figures") else ()
+    for (panel, row, size, name), block in groups:
         fig = plots.bars_figure(block, "depth", "variant", "acc", f"{panel} {row} {size}: accuracy by depth ({name}<d>)",
                                 "accuracy (%)")
         save_figure(fig, out / f"depth_{panel}_{row.replace('=', '')}_{size}.png")
@@ -168,7 +171,7 @@ def cmd_bars(args: Args) -> int:
     cells["variant"] = [plots.variant_label(a, c) for a, c in zip(cells["architecture"], cells["canon"])]
     out = _out(args)
     atomic_write(out / "bars.csv", cells.to_csv(index=False).encode())
-    for (panel, row), block in cells.groupby(["panel", "row"]):
+    for (panel, row), block in cells.groupby(["panel", "row"]) if args.flag("figures") else ():
         fig = plots.bars_figure(block, "size", "variant", "value", f"{panel} {row}", "accuracy (%)")
         save_figure(fig, out / f"bars_{panel}_{row.replace('=', '')}.png")
     print(cells[["panel", "row", "size", "variant", "value", "spread", "seeds"]].to_string(index=False))
@@ -195,7 +198,8 @@ def cmd_capo(args: Args) -> int:
         return 1
     out = _out(args)
     atomic_write(out / "capo_bits.csv", table.to_csv(index=False).encode())
-    save_figure(plot_capo(table), out / "capo_bits.png")
+    if args.flag("figures"):
+        save_figure(plot_capo(table), out / "capo_bits.png")
     dropped = int((table["bits"] <= 0).sum())
     print(table.to_string(index=False))
     print(f"wrote {out / 'capo_bits.png'}, .svg and .csv ({len(table)} runs"

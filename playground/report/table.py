@@ -45,21 +45,34 @@ def run_dirs(root: Path) -> list[Path]:
 
 
 def load_run(d: Path, root: Path) -> dict:
+    """One run's row; ``refused`` says why the run cannot be trusted (see ``check_integrity``)."""
     summary = read_json(d / "summary.json")
+    config = OmegaConf.to_container(OmegaConf.load(d / "config.yaml")) if (d / "config.yaml").exists() else None
     try:
-        record = record_of(d, summary) or {}
+        record = record_of(summary, config) or {}
     except (ConfigError, KeyError, ValueError) as err:  # a config today's schema cannot read
         print(f"{d}: no record ({err})", file=sys.stderr)
         record = {}
     row = flatten({k: v for k, v in summary.items() if k not in LEGACY and k != "record"})
     row.update(flatten(record, "record."))
     row.update(size=record.get("size", {}).get("label"), lr=record.get("lr"), seed=record.get("seed"))
-    if (d / "config.yaml").exists():
-        config = OmegaConf.to_container(OmegaConf.load(d / "config.yaml"))
-        config.pop("hydra", None)
-        row.update(flatten(config, "config."))
+    row["refused"] = refusal(d, summary, config)
+    if config is not None:
+        row.update(flatten({k: v for k, v in config.items() if k != "hydra"}, "config."))
     row["run_dir"], row["run"] = str(d), str(d.relative_to(root)) if d != root else d.name
     return row
+
+
+def refusal(d: Path, summary: dict, config: dict | None) -> str | None:
+    """Why a finished run cannot be trusted: its config.yaml does not match the config hash in
+    its summary, or declares another run directory (``out_dir``); None when it can."""
+    if summary.get("status") != "finished" or config is None:
+        return None
+    if summary.get("config_hash") not in (None, config_hash(config)):
+        return f"{d}: config.yaml does not match the config hash in summary.json"
+    if config.get("out_dir") and Path(config["out_dir"]).name != d.name:
+        return f"{d}: its config declares another run directory ({config['out_dir']})"
+    return None
 
 
 def load_runs(path: str | Path) -> pd.DataFrame:
@@ -71,17 +84,5 @@ def load_runs(path: str | Path) -> pd.DataFrame:
 def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Keep runs whose recorded config hash matches their config.yaml and whose directory is
     the one their config declares (``out_dir``); return the rest as messages (refused)."""
-    keep, problems = [], []
-    for i, run in frame.iterrows():
-        path = Path(run["run_dir"])
-        if run.get("status") != "finished" or not (path / "config.yaml").exists():
-            keep.append(i)
-            continue
-        config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"))
-        if run.get("config_hash") not in (None, config_hash(config)):
-            problems.append(f"{path}: config.yaml does not match the config hash in summary.json")
-        elif config.get("out_dir") and Path(config["out_dir"]).name != path.name:
-            problems.append(f"{path}: its config declares another run directory ({config['out_dir']})")
-        else:
-            keep.append(i)
-    return frame.loc[keep], problems
+    refused = frame["refused"].notna() if "refused" in frame else pd.Series(False, index=frame.index)
+    return frame.loc[~refused].drop(columns="refused", errors="ignore"), frame.loc[refused, "refused"].tolist()

@@ -206,14 +206,10 @@ def run_record(cfg: Config) -> dict:
     }
 
 
-def record_of(run_dir: Path, summary: dict) -> dict | None:
+def record_of(summary: dict, config: dict | None) -> dict | None:
     """A run's record: from its summary, or for a run written before records existed, from its
-    ``config.yaml`` (of any version, ``config.upgrade``); None when neither can say."""
+    resolved config (``config.yaml``, of any version: ``config.upgrade``); None when neither can
+    say."""
     if "record" in summary:
         return summary["record"]
-    path = Path(run_dir) / "config.yaml"
-    if not path.exists():
-        return None
-    from omegaconf import OmegaConf
-
-    return run_record(from_container(OmegaConf.to_container(OmegaConf.load(path))))
+    return None if config is None else run_record(from_container(config))
