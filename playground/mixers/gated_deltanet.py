@@ -51,8 +51,9 @@ from torch import nn
 
 from playground.errors import check
 from playground.kernels import adapters as fast
-from playground.layers.canon import CanonConfig, NoCanon, ShortConv, canon_at
+from playground.layers.canon import CanonConfig, canon_at
 from playground.mixers import scan
+from playground.mixers.gla import qkv_inputs
 
 CONVS = ("conv1d", "none")
 L2_EPS = 1e-6  # fla's l2norm: x / sqrt(Σx² + eps)
@@ -105,17 +106,7 @@ class GDN(nn.Module):
     def __init__(self, d_model: int, head_dim: int, cfg: GDNConfig, canon: CanonConfig):
         super().__init__()
         self.cfg = cfg
-        self.key, self.value = int(d_model * cfg.expand_k), int(d_model * cfg.expand_v)
-        for key, width in (("expand_k", self.key), ("expand_v", self.value)):
-            check(width % cfg.heads == 0 and width > 0, f"model.mixer.{key}", getattr(cfg, key),
-                  f"a ratio whose width ({width} at d={d_model}) divides into {cfg.heads} heads")
-        self.heads = cfg.heads
-        self.head_k, self.head_v = self.key // cfg.heads, self.value // cfg.heads
-        qkv = 2 * self.key + self.value
-        self.qkv = nn.Linear(d_model, qkv, bias=False)
-        self.canon_b = canon_at(canon, "B", qkv, source=d_model)
-        self.conv1d = (ShortConv(qkv, cfg.conv_kernel, "silu", bias=False)
-                       if cfg.conv == "conv1d" else NoCanon())
+        qkv_inputs(self, d_model, cfg, canon)  # GLA's q‖k‖v layout, Canon-B and short conv
         self.a_proj = nn.Linear(d_model, cfg.heads, bias=False)  # decay input (Mamba2's dt)
         self.b_proj = nn.Linear(d_model, cfg.heads, bias=False)  # write strength β
         self.A_log = nn.Parameter(torch.empty(cfg.heads))

@@ -73,23 +73,31 @@ class GLAConfig:
         return "-".join(parts)
 
 
+def qkv_inputs(mixer: nn.Module, d_model: int, cfg, canon: CanonConfig) -> None:
+    """The q‖k‖v inputs that GLA and Gated DeltaNet share, set up on ``mixer``: widths (key =
+    ``expand_k``·d, value = ``expand_v``·d, each split into ``heads`` heads), the projection
+    ``qkv``, Canon-B on it, and the short conv ``conv1d`` (SiLU, no residual, no bias) when
+    ``conv=conv1d``."""
+    mixer.key, mixer.value = int(d_model * cfg.expand_k), int(d_model * cfg.expand_v)
+    for key, width in (("expand_k", mixer.key), ("expand_v", mixer.value)):
+        check(width % cfg.heads == 0 and width > 0, f"model.mixer.{key}", getattr(cfg, key),
+              f"a ratio whose width ({width} at d={d_model}) divides into {cfg.heads} heads")
+    mixer.heads = cfg.heads
+    mixer.head_k, mixer.head_v = mixer.key // cfg.heads, mixer.value // cfg.heads
+    qkv = 2 * mixer.key + mixer.value
+    mixer.qkv = nn.Linear(d_model, qkv, bias=False)
+    mixer.canon_b = canon_at(canon, "B", qkv, source=d_model)
+    mixer.conv1d = (ShortConv(qkv, cfg.conv_kernel, "silu", bias=False)
+                    if cfg.conv == "conv1d" else NoCanon())
+
+
 class GLA(nn.Module):
     Config = GLAConfig
 
     def __init__(self, d_model: int, head_dim: int, cfg: GLAConfig, canon: CanonConfig):
         super().__init__()
         self.cfg = cfg
-        self.key, self.value = int(d_model * cfg.expand_k), int(d_model * cfg.expand_v)
-        for key, width in (("expand_k", self.key), ("expand_v", self.value)):
-            check(width % cfg.heads == 0 and width > 0, f"model.mixer.{key}", getattr(cfg, key),
-                  f"a ratio whose width ({width} at d={d_model}) divides into {cfg.heads} heads")
-        self.heads = cfg.heads
-        self.head_k, self.head_v = self.key // cfg.heads, self.value // cfg.heads
-        qkv = 2 * self.key + self.value
-        self.qkv = nn.Linear(d_model, qkv, bias=False)
-        self.canon_b = canon_at(canon, "B", qkv, source=d_model)
-        self.conv1d = (ShortConv(qkv, cfg.conv_kernel, "silu", bias=False)
-                       if cfg.conv == "conv1d" else NoCanon())
+        qkv_inputs(self, d_model, cfg, canon)
         self.gk_down = nn.Linear(d_model, cfg.gate_rank, bias=False)
         self.gk_up = nn.Linear(cfg.gate_rank, self.key, bias=True)
         self.gate = nn.Linear(d_model, self.value, bias=False)
