@@ -11,6 +11,16 @@ TEST_DEFAULTS = ["wandb.mode=disabled", "train.progress=false", "train.device=cp
 
 
 @pytest.fixture
+def one_thread():
+    """Tiny tensors and models: intra-op threads only add synchronisation, which costs dearly on
+    a loaded 2-core machine, so such a test runs single-threaded."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
 def make_cfg(tmp_path):
     """make_cfg(*overrides, run="run") -> composed DictConfig writing into tmp_path/<run>."""
 

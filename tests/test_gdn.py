@@ -26,12 +26,8 @@ DEPO1_VOCAB = 112
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: intra-op threads only add synchronisation on a loaded 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _single_thread(one_thread):
+    """Every test here runs single-threaded (conftest.one_thread)."""
 
 
 def gdn_inputs(seed: int, b=2, h=3, t=21, k=4, v=5, strength=1.0):

@@ -136,15 +136,6 @@ def test_stream_windows_train_every_sentence_end(tmp_path):
     assert aligned["trained"] < 0.5 * (aligned["trained"] + aligned["padded"])
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models train several times faster on one thread when the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # -- evaluation through models with known answers ----------------------------------------------
 
 

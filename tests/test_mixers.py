@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from conftest import assert_cached_decoding_equals_full_forward, assert_causal
 
-from playground.config import ModelConfig, compose, to_objects
+from playground.config import PAPER_SIZES, ModelConfig, compose, size_preset, to_objects
 from playground.errors import ConfigError
 from playground.kernels import adapters as fast
 from playground.layers.canon import CanonConfig
@@ -31,13 +31,8 @@ F64 = torch.float64
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """These tensors are tiny: intra-op threads only add synchronisation, which costs dearly on
-    a loaded 2-core machine, so each test here runs single-threaded."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _single_thread(one_thread):
+    """Every test here runs single-threaded (conftest.one_thread)."""
 
 
 # -- the recurrences ---------------------------------------------------------------------------
@@ -255,7 +250,7 @@ def test_isolated_examples_do_not_see_each_other(name):
 
 # -- parameter counts ----------------------------------------------------------------------------
 
-SIZES = {"8L512D": (8, 512), "8L768D": (8, 768), "12L512D": (12, 512), "12L768D": (12, 768)}
+SIZES = {s: (size_preset(s)["n_layers"], size_preset(s)["d_model"]) for s in PAPER_SIZES}  # conf/size
 DEPO1_VOCAB = 112
 
 

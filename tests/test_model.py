@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import assert_cached_decoding_equals_full_forward, assert_causal
 
-from playground.config import ModelConfig
+from playground.config import PAPER_SIZES, ModelConfig, size_preset
 from playground.layers.canon import Canon, CanonConfig, causal_conv
 from playground.layers.mlp import swiglu_width
 from playground.layers.rotary import Rotary
@@ -83,7 +83,7 @@ def test_rotary_options():
     torch.testing.assert_close(torch.stack(dot), dot[0].expand(3), rtol=1e-4, atol=1e-4)
 
 
-SIZES = {"8L512D": (8, 512), "8L768D": (8, 768), "12L512D": (12, 512), "12L768D": (12, 768)}
+SIZES = {s: (size_preset(s)["n_layers"], size_preset(s)["d_model"]) for s in PAPER_SIZES}  # conf/size
 
 
 def expected_params(layers: int, d: int, vocab: int, canon: str) -> int:

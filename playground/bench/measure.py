@@ -69,7 +69,8 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     step_fn = torch.compile(model) if cfg.train.compile else model
     opt = make_optimizer(model, cfg.train)
     t = cfg.train
-    workers = loader_workers(cfg.data.num_workers, device)
+    # a pre-made batch needs no workers (idle ones prefetching beside the timed steps would not help)
+    workers = loader_workers(cfg.data.num_workers, device) if data == "real" else 0
     batches = Batches(task, t.batch_size, shard_size(task, cfg.data.shard_examples), workers,
                       cfg.data.prefetch, packing=cfg.data.packing)
     fixed = next(batches)

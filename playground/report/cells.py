@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playground.config import CanonConfig, canon_details
 from playground.errors import ConfigError
 
 PENDING = ("running", "preempted", "interrupted")  # unfinished but resumable: not failures
@@ -49,20 +48,13 @@ def canon_id(run: pd.Series) -> str:
     from the record's Canon fields and the mixer's own short convolution (``conv``)."""
     positions = run.get("record.canon.positions")
     if isinstance(positions, str) and positions:
-        details = [d for d in _canon_details(run) if d != "nores"]
+        details = [d for d in run.get("record.canon.details") if d != "nores"]
         residual = "res" if run.get("record.canon.residual") else "nores"
         return "_".join(["".join(sorted(positions)).lower(), residual, *details])
     if run.get("record.arch.conv") == "conv1d":
         return "conv1d"
     return "noconv1d" if run.get("record.arch.mixer") == "mamba2" else "none"
 
-
-def _canon_details(run: pd.Series) -> list[str]:
-    """What differs from a plain residual Canon layer, by the run names' own rule."""
-    get = lambda key: run.get(f"record.canon.{key}")  # noqa: E731
-    return canon_details(CanonConfig(kernel=int(get("kernel")), residual=bool(get("residual")),
-                                     bias=bool(get("bias")), activation=get("activation"), init=get("init"),
-                                     dynamic=get("dynamic"), after_every_linear=bool(get("after_every_linear"))))
 
 
 def lower_is_better(metric: str | None) -> bool:

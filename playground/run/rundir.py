@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from playground.cli import atomic_write, json_safe, read_json, write_json  # noqa: F401 - re-exported
-from playground.config import Config, from_container, plugin
+from playground.config import Config, canon_details, from_container, plugin
 from playground.data.packing import resolve_packing
 
 CKPT_RE = re.compile(r"step_(\d+)\.pt$")
@@ -198,7 +198,8 @@ def run_record(cfg: Config) -> dict:
         "arch": {"mixer": m.mixer.name, "label": m.mixer.tag(), "mlp": m.mlp,
                  "position": m.mixer.position() if hasattr(m.mixer, "position") else "none",
                  **mixer},
-        "canon": {"label": m.canon.tag(), **{k: getattr(m.canon, k) for k in CANON_FIELDS}},
+        "canon": {"label": m.canon.tag(), "details": canon_details(m.canon),
+                  **{k: getattr(m.canon, k) for k in CANON_FIELDS}},
         "size": {"label": m.size, "layers": m.n_layers, "blocks": m.n_layers * m.depth_multiplier,
                  "width": m.d_model, "heads": m.d_model // m.head_dim, "head_dim": m.head_dim},
         "sweep": {"name": cfg.sweep, "variant": cfg.variant},
