@@ -4,8 +4,10 @@ the summaries, the paper comparison lists every transcribed cell, SLURM is dry-r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -183,6 +185,25 @@ def test_extra_argument_replaces_a_grid_axis():
     assert all(r.count("seed=7") == 1 and not any(x.startswith("seed=") and x != "seed=7" for x in r) for r in runs)
     assert {x for r in runs for x in r if x.startswith("train.lr=")} == {"train.lr=1e-3", "train.lr=2e-3"}
     assert "train.steps=3" in sweep.common and "seed=7" not in sweep.common
+
+
+def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
+    """root=DIR: every run's out_dir is DIR/<name>_<scale>/<run>; a finished run there (a record
+    kept in the repository, without checkpoints) is skipped, not trained again."""
+    sweep = dataclasses.replace(load_sweep(find_sweep_file("fig7"), "cpu", "depo1_K8", ["size=2L64D", "train.lr=3e-3"],
+                                           "llama_rope"), root=str(tmp_path / "keep"))
+    assert all(r[-1] == f"out_dir={tmp_path}/keep/fig7_cpu/${{run_name}}" for r in sweep.runs())
+    cmd = [*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "size=2L64D", "train.lr=3e-3",
+           "train.steps=3", "root=keep", "launcher=local"]
+    subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
+    summaries = sorted((tmp_path / "keep" / "fig7_cpu").glob("*/summary.json"))
+    assert len(summaries) == 3 and not (tmp_path / "results").exists()
+    for path in summaries:  # keep only the records, as results/mini/runs does
+        shutil.rmtree(path.parent / "checkpoints")
+    before = [p.read_text() for p in summaries]
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert [p.read_text() for p in summaries] == before
+    assert "exit 0" in again.stdout and not any((p.parent / "checkpoints").exists() for p in summaries)
 
 
 def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):

@@ -7,9 +7,9 @@ file format and ``playground.sweep.launch`` for the launchers.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
-from pathlib import Path
 
 from playground.cli import Args, Command
 from playground.cli import main as cli_main
@@ -22,13 +22,14 @@ def cmd_sweep(args: Args) -> int:
     gpus, per_gpu, dry = args.int("gpus"), args.int("per_gpu", minimum=1), args.flag("dry_run")
     sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"], args.overrides,
                        args["variants"])
+    sweep = dataclasses.replace(sweep, root=args["root"] or "results")
     runs = sweep.runs()
-    print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> results/{sweep.sweep_dir}/")
+    print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> {sweep.folder}/")
     if dry:
         dry_run(sweep, runs, launcher)
         return 0
     if launcher == "local":
-        failures = run_local(runs, gpus or _gpu_count(), Path("results") / sweep.sweep_dir / ".logs", per_gpu)
+        failures = run_local(runs, gpus or _gpu_count(), sweep.folder / ".logs", per_gpu)
     else:
         failures = sum(subprocess.run(cmd).returncode != 0 for cmd in multirun_commands(sweep, launcher))
     print(f"sweep {sweep.name}: done ({failures} launcher failures; see each run's summary.json)")
@@ -64,6 +65,8 @@ COMMAND = Command(
      "per_gpu": ("1", "local: runs sharing each GPU (tiny models)"),
      "panels": ("", "only these panels (comma-separated)"),
      "variants": ("", "only these variants (comma-separated)"),
+     "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips the "
+              "finished runs there, e.g. root=results/mini/runs keeps their records in the repository)"),
      "dry_run": ("false", "list the runs, launch nothing")},
     ("NAME",), overrides=(),
     examples=("playground-sweep fig7 scale=mini panels=depo1_K8 variants=llama_nope,llama_nope_canon",

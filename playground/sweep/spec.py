@@ -4,7 +4,7 @@ Hydra overrides.
 A sweep file names its grid: ``rows`` per scale (task and difficulty, with that row's recipe,
 zipped; a row's ``panel`` names the heatmap it belongs to), ``variants`` (named
 architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds). Every
-run lands in ``results/<name>_<scale>/<run_name>/`` and records its panel and variant
+run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its panel and variant
 (``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run; one that names a
 grid axis (``seed=0,1``, ``size=8L512D``) replaces that axis instead.
 """
@@ -33,10 +33,15 @@ class Sweep:
     rows: list[tuple[str, list[str], dict[str, list[str]]]]  # (panel or "", overrides, row's own grid)
     variants: dict[str, list[str]]
     grid: dict[str, list[str]]
+    root: str = "results"  # the runs land in <root>/<name>_<scale>/<run_name>/
 
     @property
     def sweep_dir(self) -> str:
         return f"{self.name}_{self.scale}"
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.root) / self.sweep_dir
 
     def runs(self) -> list[list[str]]:
         """Every run's full override list: rows × variants × grid product."""
@@ -47,7 +52,7 @@ class Sweep:
                 for values in itertools.product(*grid.values()):
                     point = [f"{k}={v}" for k, v in zip(grid, values)]
                     out.append([*self.common, *row, *variant, *self.labels(panel, name), *point,
-                                f"sweep={self.sweep_dir}"])
+                                f"sweep={self.sweep_dir}", f"out_dir={self.folder}/${{run_name}}"])
         return out
 
     @staticmethod
