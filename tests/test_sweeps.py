@@ -54,7 +54,9 @@ def test_every_sweep_file_expands_at_every_scale():
         assert scales == {"paper", "mini", "cpu"} if path.stem.startswith(("fig", "mqar")) else {"mini", "cpu"} <= scales
         for scale in scales:
             sweep = load_sweep(path, scale)
-            assert sweep.runs() and all(r[-1] == f"sweep={path.stem}_{scale}" for r in sweep.runs())
+            assert sweep.runs() and all(r[-2:] == [f"sweep={path.stem}_{scale}",
+                                                   f"out_dir=results/{path.stem}_{scale}/${{run_name}}"]
+                                        for r in sweep.runs())
 
 
 def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
