@@ -9,13 +9,14 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import task_from
+from test_lano import TrueModel, small_grammar_task
 
 from playground.config import compose, to_objects
 from playground.errors import ConfigError
 from playground.model import build_model
 from playground.run import evaluate as ev
 from playground.run.train import run
-from tests.conftest import task_from
 
 TINY = ["task=mqar_tiny", "task.eval_size=16", "size=2L64D", "train.steps=1", "train.batch_size=4",
         "train.warmup_steps=0", "train.eval_every=0", "train.log_every=1"]
@@ -85,6 +86,24 @@ def test_bad_scale_fails_before_the_model_is_loaded(make_cfg, tmp_path, monkeypa
         err = capsys.readouterr().err
         assert "eval.length_scales" in err and why in err
     assert not (tmp_path / "run" / "length_gen.csv").exists()
+
+
+def test_lano_windows_hold_the_same_sentences_and_score_per_position(tmp_path, one_thread):
+    """Lano at scale s: the eval sentences end to end in windows of at most s × context tokens;
+    the exact distribution (since the last <bos>) still scores KL 0 at every position."""
+    task, _ = small_grammar_task(tmp_path, "task.gen_samples=8", "task.eval_size=24")
+    sentences = task.eval_examples()
+    for scale in (1, 2, 4):
+        longer = task.at_length(scale)
+        windows = longer.eval_examples()
+        assert longer.cfg.context == 64 * scale and max(map(len, windows)) <= 64 * scale
+        assert np.array_equal(np.concatenate([w.tokens for w in windows]),
+                              np.concatenate([e.tokens for e in sentences]))
+        assert len(windows) < len(sentences) and sum(len(w.meta["lengths"]) for w in windows) == 24
+        truth = np.concatenate([longer.truth(w) for w in windows])
+        assert np.allclose(truth, np.concatenate([task.truth(e) for e in sentences]))
+        m = longer.evaluate(TrueModel(longer), windows, batch_size=8)
+        assert abs(m["kl"]) < 1e-6 and m["gen_acc"] == 1.0
 
 
 @pytest.mark.parametrize("overrides", [["task=mano_tiny"], ["task=capo_tiny"], ["task=brevo_tiny"]])

@@ -216,14 +216,17 @@ class Task(ABC):
         with the same seed (so the same deterministic eval stream) and vocabulary, and
         ``context`` × scale. Scale 1 is the task as trained."""
         check(scale > 0, "eval.length_scales", scale, "numbers > 0")
-        return self if scale == 1 else type(self)(self.longer(scale))
+        cfg = self.longer(scale)
+        if cfg is None and scale != 1:
+            raise ConfigError(f"eval.length_scales is invalid for task {self.cfg.name!r} "
+                              f"(preset {self.cfg.preset!r}): it has no longer form (Task.longer)")
+        return self if cfg is None or cfg == self.cfg else type(self)(cfg)
 
-    def longer(self, scale: float) -> TaskConfig:
+    def longer(self, scale: float) -> TaskConfig | None:
         """The config of the ``scale`` × longer variant; each task that has a natural longer
         form overrides it (its docstring says how the length grows) and keeps the vocabulary
-        unchanged, so the trained model can read it. The default: no longer form."""
-        raise ConfigError(f"eval.length_scales is invalid for task {self.cfg.name!r} "
-                          f"(preset {self.cfg.preset!r}): it has no longer form (Task.longer)")
+        unchanged, so the trained model can read it. The default, None: no longer form."""
+        return None
 
     def scaled_context(self, scale: float, **knobs: Any) -> TaskConfig:
         """Helper for ``longer``: this config with ``context`` × scale and ``knobs`` replaced."""

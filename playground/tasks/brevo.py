@@ -188,8 +188,10 @@ class Brevo(Task):
         super().__init__(cfg)
         self._law = DifficultyLaw(cfg.n_min, cfg.N)
 
-    def longer(self, scale: float) -> BrevoConfig:
+    def longer(self, scale: float) -> BrevoConfig | None:
         """s × N vertices, s × the context (word names only: token names grow the vocabulary)."""
+        if self.cfg.names == "token" and scale == 1:
+            return None
         if self.cfg.names == "token":
             raise ConfigError(f"eval.length_scales is invalid for task {self.cfg.preset!r}: "
                               "with task.names=token the vertex names are the vocabulary v1..vN, "
