@@ -247,7 +247,8 @@ def cmd_lengthgen(args: Args) -> int:
     atomic_write(out / "lengthgen.csv", table.to_csv(index=False).encode())
     for (panel, row, size, metric), block in (table.groupby(["panel", "row", "size", "metric"])
                                               if args.flag("figures") else ()):
-        fig = plots.lengthgen_figure(block, f"{panel} {row} {size}: length generalisation", metric)
+        fig = plots.lengthgen_figure(block, f"{panel} {row} {size}: length generalisation", metric,
+                                     aggregate.is_accuracy(metric))
         save_figure(fig, out / f"lengthgen_{panel}_{str(row).replace('=', '')}_{size}.png")
     print(table.to_string(index=False))
     print(f"wrote {out / 'lengthgen.csv'} and figures ({len(table)} points)")

@@ -232,7 +232,7 @@ def plot_capo(table: pd.DataFrame) -> Figure:
     return fig
 
 
-def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str) -> Figure:
+def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str, accuracy: bool = True) -> Figure:
     """``value`` against ``scale`` (× the training context, log 2 axis), one line per variant,
     with the seed spread as error bars when present (``playground-report lengthgen``)."""
     fig = Figure(figsize=(5.0, 3.4))
@@ -247,6 +247,8 @@ def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str) -> Figure:
     ax.set_xticks(scales, [f"{s:g}×" for s in scales], fontsize=8)
     ax.set_xlabel("eval length (× training context)")
     ax.set_ylabel(ylabel)
+    if accuracy:
+        ax.set_ylim(-0.02, 1.02)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
