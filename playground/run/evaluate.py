@@ -61,8 +61,8 @@ def longer_tasks(task: Task, scales: list[float]) -> list[Task]:
     return tasks
 
 
-def _load(run_dir: Path, checkpoint: str, eval_size: int, device: str):
-    """The run's config (eval_size applied), its checkpoint path, step and model on ``device``."""
+def _load(run_dir: Path, checkpoint: str, eval_size: int):
+    """The run's config (``eval_size`` applied) and its checkpoint's path."""
     cfg = from_container(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml")))
     if eval_size:
         cfg.task = dataclasses.replace(cfg.task, eval_size=eval_size)
@@ -75,6 +75,7 @@ def _load(run_dir: Path, checkpoint: str, eval_size: int, device: str):
 
 
 def _model(cfg, task: Task, path: Path, device: str):
+    """The run's model with the checkpoint's weights, on ``device``, and the checkpoint's step."""
     model = build_model(cfg.model, len(task.vocab))
     state = runs.load_checkpoint(path)
     model.load_state_dict(state["model"])
@@ -84,7 +85,7 @@ def _model(cfg, task: Task, path: Path, device: str):
 def length_gen_run(run_dir: Path, scales: list[float], checkpoint: str = "", eval_size: int = 0,
                    batch_size: int = 64, device: str = "auto") -> list[dict]:
     """Rows (scale, context, metric, value) of a run's checkpoint on its task at each scale."""
-    cfg, path = _load(run_dir, checkpoint, eval_size, device)
+    cfg, path = _load(run_dir, checkpoint, eval_size)
     task = build_task(cfg.task)
     tasks = longer_tasks(task, scales)
     model, _ = _model(cfg, task, path, device)
@@ -108,7 +109,7 @@ def write_length_gen(path: Path, rows: list[dict]) -> None:
 def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_size: int = 64,
                  device: str = "auto") -> dict:
     """Metrics of a run's checkpoint (the latest unless ``checkpoint`` is given)."""
-    cfg, path = _load(run_dir, checkpoint, eval_size, device)
+    cfg, path = _load(run_dir, checkpoint, eval_size)
     task = build_task(cfg.task)
     model, step = _model(cfg, task, path, device)
     metrics = task.evaluate(model, task.eval_examples(), batch_size)
