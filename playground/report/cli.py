@@ -207,6 +207,54 @@ def cmd_capo(args: Args) -> int:
     return 0
 
 
+def lengthgen_table(frame: pd.DataFrame, metric: str = "") -> pd.DataFrame:
+    """The runs' ``length_gen.csv`` rows (``playground-eval RUN eval.length_scales=…``) of
+    ``metric`` (default: each task's primary): mean and spread over seeds per panel, row, size,
+    variant and scale, at each cell's learning rate that is best on average over the scales."""
+    frame = aggregate.annotate(frame)
+    keys = ["panel", "row", "size", "variant", "scale"]
+    parts = []
+    for _, run in frame.iterrows():
+        path = Path(run["run_dir"]) / "length_gen.csv"
+        name = metric or run.get("record.task.metric")
+        if not path.exists() or not isinstance(name, str):
+            continue
+        rows = pd.read_csv(path)
+        rows = rows[rows["metric"] == name]
+        parts.append(rows.assign(panel=run["panel"], row=run["row"], size=run["size"], lr=run["lr"],
+                                 variant=plots.variant_label(run["architecture"], run["canon"])))
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "context", "metric", "value", "spread", "seeds", "lr"])
+    rows = pd.concat(parts, ignore_index=True)
+    lower = aggregate.lower_is_better(metric)
+    by_lr = rows.groupby(keys[:4] + ["lr"], dropna=False)["value"].mean().reset_index()
+    best = by_lr.loc[(by_lr.groupby(keys[:4], dropna=False)["value"]
+                      .idxmin() if lower else by_lr.groupby(keys[:4], dropna=False)["value"].idxmax())]
+    rows = rows.merge(best[keys[:4] + ["lr"]], on=keys[:4] + ["lr"])
+    table = rows.groupby(keys + ["lr", "metric"], dropna=False).agg(
+        context=("context", "first"), value=("value", "mean"), spread=("value", "std"),
+        seeds=("value", "size")).reset_index()
+    return table[[*keys, "context", "metric", "value", "spread", "seeds", "lr"]]
+
+
+def cmd_lengthgen(args: Args) -> int:
+    table = lengthgen_table(_runs(args), args["metric"])
+    if table.empty:
+        print("playground-report: no run with a length_gen.csv (playground-eval RUN "
+              "eval.length_scales=1,2,4)", file=sys.stderr)
+        return 1
+    out = _out(args)
+    atomic_write(out / "lengthgen.csv", table.to_csv(index=False).encode())
+    for (panel, row, size, metric), block in (table.groupby(["panel", "row", "size", "metric"])
+                                              if args.flag("figures") else ()):
+        fig = plots.lengthgen_figure(block, f"{panel} {row} {size}: length generalisation", metric,
+                                     aggregate.is_accuracy(metric))
+        save_figure(fig, out / f"lengthgen_{panel}_{str(row).replace('=', '')}_{size}.png")
+    print(table.to_string(index=False))
+    print(f"wrote {out / 'lengthgen.csv'} and figures ({len(table)} points)")
+    return 0
+
+
 R = ("RESULTS",)
 COMMANDS = [
     Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)", cmd_heatmap,
@@ -225,6 +273,9 @@ COMMANDS = [
             examples=("playground-report bars results/mqar_mini out=results/mini/mqar",)),
     Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo, dict(OUT), R,
             examples=("playground-report capo results/capo",)),
+    Command("lengthgen", "metric vs eval length (× training context), one line per variant", cmd_lengthgen,
+            {"metric": ("", "this metric instead of the task's primary (kl, acc_k1…)"), **OUT}, R,
+            examples=("playground-report lengthgen results/length_gen_cpu",)),
     Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table, dict(OUT), R,
             examples=("playground-report table results/fig7_mini",)),
 ]

@@ -230,3 +230,27 @@ def plot_capo(table: pd.DataFrame) -> Figure:
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str, accuracy: bool = True) -> Figure:
+    """``value`` against ``scale`` (× the training context, log 2 axis), one line per variant,
+    with the seed spread as error bars when present (``playground-report lengthgen``)."""
+    fig = Figure(figsize=(5.0, 3.4))
+    ax = fig.add_subplot()
+    variants = sorted(dict.fromkeys(table["variant"]), key=lambda name: (len(str(name)), str(name)))
+    for name in variants:
+        part = table[table["variant"] == name].sort_values("scale")
+        ax.errorbar(part["scale"], part["value"], yerr=part["spread"].fillna(0), marker="o", ms=3,
+                    capsize=2, label=str(name))
+    scales = sorted(table["scale"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(scales, [f"{s:g}×" for s in scales], fontsize=8)
+    ax.set_xlabel("eval length (× training context)")
+    ax.set_ylabel(ylabel)
+    if accuracy:
+        ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -2,31 +2,67 @@
 
     playground-eval results/default/<run>                     # latest checkpoint, task's eval_size
     playground-eval results/default/<run> eval_size=2000 checkpoint=PATH device=cpu out=FILE.json
+    playground-eval results/default/<run> eval.length_scales=1,2,4   # length generalisation
 
 The eval set is the task's eval split (a seed stream disjoint from training) at its hardest
 setting; metrics are printed and written to ``<run>/eval.json`` (or ``out=``), atomically.
+
+Length generalisation (``eval.length_scales``, ``[1,2,4]`` or ``1,2,4``): the same checkpoint on
+the task's s × longer variant for each scale s (``Task.at_length``: the context × s and the
+task's own difficulty knob scaled, same seed and vocabulary; scale 1 is the task as trained).
+Every scale's task is built before any model runs, so a bad scale or a task without a longer
+form fails at once. The rows (scale, context, metric, value) go to ``<run>/length_gen.csv`` (or
+``out=``), atomically; ``playground-report lengthgen`` draws them. Nothing in the models limits
+the length: RoPE angles and ALiBi distances are computed for the positions at hand and the
+recurrent mixers carry a state, and no backbone has learned absolute positions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from playground.cli import Args, Command, write_json
+from playground.cli import Args, Command, atomic_write, write_json
 from playground.cli import main as cli_main
 from playground.config import from_container
 from playground.errors import ConfigError
 from playground.model import build_model
 from playground.run import rundir as runs
 from playground.run.device import pick_device
-from playground.tasks import build_task
+from playground.tasks import Task, build_task
+
+LENGTH_GEN_COLUMNS = ("scale", "context", "metric", "value")
 
 
-def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_size: int = 64,
-                 device: str = "auto") -> dict:
-    """Metrics of a run's checkpoint (the latest unless ``checkpoint`` is given)."""
+def parse_scales(text: str) -> list[float]:
+    """``[1,2,4]`` or ``1,2,4`` -> [1.0, 2.0, 4.0]; ConfigError naming eval.length_scales."""
+    parts = [p.strip() for p in text.strip().strip("[]").split(",") if p.strip()]
+    try:
+        scales = [float(p) for p in parts]
+    except ValueError:
+        scales = []
+    if not scales or any(not s > 0 for s in scales):  # not s > 0: NaN too
+        raise ConfigError(f"eval.length_scales={text!r} is invalid: expected numbers > 0, e.g. 1,2,4")
+    return scales
+
+
+def longer_tasks(task: Task, scales: list[float]) -> list[Task]:
+    """The task at each scale, all built (and their configs checked) before any compute."""
+    tasks = []
+    for scale in scales:
+        try:
+            tasks.append(task.at_length(scale))
+        except ConfigError as err:
+            raise ConfigError(f"eval.length_scales: the {scale:g}x variant of task "
+                              f"{task.cfg.preset!r} is invalid: {err}") from None
+    return tasks
+
+
+def _load(run_dir: Path, checkpoint: str, eval_size: int):
+    """The run's config (``eval_size`` applied) and its checkpoint's path."""
     cfg = from_container(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml")))
     if eval_size:
         cfg.task = dataclasses.replace(cfg.task, eval_size=eval_size)
@@ -35,13 +71,49 @@ def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_
     if path is None or not path.exists():
         raise FileNotFoundError(f"no checkpoint in {run_dir / 'checkpoints'}" if not checkpoint
                                 else f"checkpoint={checkpoint} does not exist")
-    task = build_task(cfg.task)
+    return cfg, path
+
+
+def _model(cfg, task: Task, path: Path, device: str):
+    """The run's model with the checkpoint's weights, on ``device``, and the checkpoint's step."""
     model = build_model(cfg.model, len(task.vocab))
     state = runs.load_checkpoint(path)
     model.load_state_dict(state["model"])
-    model.to(pick_device(device))
+    return model.to(pick_device(device)), state["step"]
+
+
+def length_gen_run(run_dir: Path, scales: list[float], checkpoint: str = "", eval_size: int = 0,
+                   batch_size: int = 64, device: str = "auto") -> list[dict]:
+    """Rows (scale, context, metric, value) of a run's checkpoint on its task at each scale."""
+    cfg, path = _load(run_dir, checkpoint, eval_size)
+    task = build_task(cfg.task)
+    tasks = longer_tasks(task, scales)
+    model, _ = _model(cfg, task, path, device)
+    rows = []
+    for scale, longer in zip(scales, tasks):
+        metrics = longer.evaluate(model, longer.eval_examples(), batch_size)
+        rows += [{"scale": scale, "context": longer.cfg.context, "metric": k, "value": float(v)}
+                 for k, v in metrics.items()]
+    return rows
+
+
+def write_length_gen(path: Path, rows: list[dict]) -> None:
+    """``rows`` as CSV with the columns LENGTH_GEN_COLUMNS, atomically."""
+    buf = io.StringIO()
+    buf.write(",".join(LENGTH_GEN_COLUMNS) + "\n")
+    for r in rows:
+        buf.write(f"{r['scale']:g},{r['context']},{r['metric']},{r['value']!r}\n")
+    atomic_write(path, buf.getvalue().encode())
+
+
+def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_size: int = 64,
+                 device: str = "auto") -> dict:
+    """Metrics of a run's checkpoint (the latest unless ``checkpoint`` is given)."""
+    cfg, path = _load(run_dir, checkpoint, eval_size)
+    task = build_task(cfg.task)
+    model, step = _model(cfg, task, path, device)
     metrics = task.evaluate(model, task.eval_examples(), batch_size)
-    return {"checkpoint": str(path), "step": state["step"], "eval_size": cfg.task.eval_size,
+    return {"checkpoint": str(path), "step": step, "eval_size": cfg.task.eval_size,
             "primary_metric": task.primary_metric, "metrics": metrics}
 
 
@@ -49,6 +121,19 @@ def cmd_eval(args: Args) -> None:
     run_dir = Path(args.positional[0])
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"RUN_DIR={run_dir} is invalid: not a run directory (no config.yaml)")
+    if args["eval.length_scales"]:
+        scales = parse_scales(args["eval.length_scales"])
+        try:
+            rows = length_gen_run(run_dir, scales, args["checkpoint"], args.int("eval_size"),
+                                  args.int("batch_size", 1), args["device"])
+        except FileNotFoundError as err:
+            raise ConfigError(str(err)) from None
+        for r in rows:
+            print(f"{r['scale']:>5g}x {r['context']:>7d} {r['metric']:>16s}  {r['value']:.4f}")
+        out = Path(args["out"]) if args["out"] else run_dir / "length_gen.csv"
+        write_length_gen(out, rows)
+        print(f"wrote {out}")
+        return
     try:
         result = evaluate_run(run_dir, args["checkpoint"], args.int("eval_size"), args.int("batch_size", 1),
                               args["device"])
@@ -66,9 +151,12 @@ COMMAND = Command(
     {"checkpoint": ("", "a checkpoint file (default: the run's latest)"),
      "eval_size": ("0", "eval examples (0: the run's task.eval_size)"),
      "batch_size": ("64", "examples per batch"), "device": ("auto", "auto, cpu, cuda or cuda:N"),
-     "out": ("", "the JSON file to write (default: RUN_DIR/eval.json)")},
+     "eval.length_scales": ("", "length generalisation: scales of the training context, e.g. 1,2,4 "
+                                "or [1,2,4]; writes RUN_DIR/length_gen.csv instead of eval.json"),
+     "out": ("", "the file to write (default: RUN_DIR/eval.json, or RUN_DIR/length_gen.csv)")},
     ("RUN_DIR",), examples=("playground-eval results/default/<run>",
-                            "playground-eval results/default/<run> eval_size=2000 device=cpu out=eval.json"))
+                            "playground-eval results/default/<run> eval_size=2000 device=cpu out=eval.json",
+                            "playground-eval results/default/<run> eval.length_scales=1,2,4"))
 
 
 def main(argv: list[str] | None = None) -> None:

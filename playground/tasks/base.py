@@ -11,14 +11,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from playground.config import autocast_for
-from playground.errors import check
+from playground.errors import ConfigError, check
 
 SPLITS = {"train": 0, "eval": 1, "test": 2}
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<ans>")
@@ -209,6 +209,28 @@ class Task(ABC):
         exposures), or None. With ``train.steps=0`` the run trains on exactly the windows these
         examples pack into (``data.packing.count_windows``)."""
         return None
+
+    def at_length(self, scale: float) -> Task:
+        """The same task ``scale`` × longer, for length-generalisation evaluation
+        (``playground-eval RUN eval.length_scales=1,2,4``): the config ``longer(scale)`` gives,
+        with the same seed (so the same deterministic eval stream) and vocabulary, and
+        ``context`` × scale. Scale 1 is the task as trained."""
+        check(scale > 0, "eval.length_scales", scale, "numbers > 0")
+        cfg = self.longer(scale)
+        if cfg is None and scale != 1:
+            raise ConfigError(f"eval.length_scales is invalid for task {self.cfg.name!r} "
+                              f"(preset {self.cfg.preset!r}): it has no longer form (Task.longer)")
+        return self if cfg is None or cfg == self.cfg else type(self)(cfg)
+
+    def longer(self, scale: float) -> TaskConfig | None:
+        """The config of the ``scale`` × longer variant; each task that has a natural longer
+        form overrides it (its docstring says how the length grows) and keeps the vocabulary
+        unchanged, so the trained model can read it. The default, None: no longer form."""
+        return None
+
+    def scaled_context(self, scale: float, **knobs: Any) -> TaskConfig:
+        """Helper for ``longer``: this config with ``context`` × scale and ``knobs`` replaced."""
+        return replace(self.cfg, context=max(8, round(self.cfg.context * scale)), **knobs)
 
     def eval_examples(self) -> list[Example]:
         return [self.example("eval", i) for i in range(self.cfg.eval_size)]

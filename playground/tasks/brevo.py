@@ -18,6 +18,10 @@ Evaluation is generative (greedy after ``<ans>`` until ``<eos>``, cached decodin
 the generated vertices are exactly the ancestor set, each once, in a topological order.
 Facts and the two documented choices (query rule, whether q ends the answer): ../shared/TASKS.md.
 
+Longer form (``Task.at_length``, length-generalisation eval): at scale s the DAG has s × N
+vertices and the context is s × longer. Only for word names (Brevo2): token names (Brevo1) are
+the vocabulary ``v1..vN``, so a larger N would need tokens the model never saw.
+
 Packing (``data.packing=auto``): ``aligned``. An example is one independent DAG with its query;
 cut by a window edge, the answer would lose the edges it is derived from (the answer must not be
 cut from its question).
@@ -31,7 +35,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from playground.errors import check
+from playground.errors import ConfigError, check
 from playground.model import generate
 from playground.tasks.base import (
     DifficultyLaw,
@@ -183,6 +187,16 @@ class Brevo(Task):
     def __init__(self, cfg: BrevoConfig):
         super().__init__(cfg)
         self._law = DifficultyLaw(cfg.n_min, cfg.N)
+
+    def longer(self, scale: float) -> BrevoConfig | None:
+        """s × N vertices, s × the context (word names only: token names grow the vocabulary)."""
+        if self.cfg.names == "token" and scale == 1:
+            return None
+        if self.cfg.names == "token":
+            raise ConfigError(f"eval.length_scales is invalid for task {self.cfg.preset!r}: "
+                              "with task.names=token the vertex names are the vocabulary v1..vN, "
+                              "so a larger N has no longer form the model can read (use word names)")
+        return self.scaled_context(scale, N=max(3, round(self.cfg.N * scale)))
 
     def build_vocab(self) -> Vocab:
         c = self.cfg

@@ -21,6 +21,10 @@ that still moves when ``acc_at_K`` sits at chance, as it does at small budgets. 
 above the one-hop plateau: copying the value after a random occurrence of the key scores about
 50 % at k = 1, so 50 % would not show that a hop was learned.
 
+Longer form (``Task.at_length``, length-generalisation eval): at scale s the cycle has s × N
+words at the same K and the context is s × longer; the vocabulary (K queries, V symbols) is
+unchanged, so the edges to search through are s × as many at the same depth.
+
 Packing (``data.packing=auto``): ``aligned``. An example is one independent question–answer
 document; cut by a window edge, its queries would lose the edges they are answered from (the
 answer must not be cut from its question).
@@ -88,6 +92,10 @@ class Depo(Task):
     def __init__(self, cfg: DepoConfig):
         super().__init__(cfg)
         self._law = DifficultyLaw(cfg.n_min, cfg.N)
+
+    def longer(self, scale: float) -> DepoConfig:
+        """s × N words per cycle at the same K, s × the context."""
+        return self.scaled_context(scale, N=max(3, round(self.cfg.N * scale)))
 
     def build_vocab(self) -> Vocab:
         c = self.cfg

@@ -30,6 +30,12 @@ Evaluation (facts: ../shared/TASKS.md, Lano):
 * **entropies** of both distributions (means over positions) for diagnostics;
   ``position_stats`` gives them per position.
 
+Longer form (``Task.at_length``, length-generalisation eval), at every scale s, 1 included:
+the same ``eval_size`` held-out sentences, laid end to end (``<bos> s1 <bos> s2 …``, as in
+training's stream windows) in windows of at most s × ``context`` tokens, whole sentences only,
+so the KL and entropies are per position of windows s × as long as training's; generation
+(``gen_acc``) starts from ``<bos>`` as always, its length bound ``context - 1`` being s × longer.
+
 Sentences longer than ``context - 1`` are redrawn from the same generator so that every example
 fits a window (needed by aligned packing and by generation from ``<bos>`` within the context;
 kept under stream packing so both see the same sentences); the config refuses a context where
@@ -120,6 +126,27 @@ class Lano(Task):
         self.outcome_ids = [v.bos] + [v[str(t)] for t in self.grammar.terminals]  # end, terminals
         self._terminal_of = {v[str(t)]: t for t in self.grammar.terminals}
         self._truth: dict[bytes, np.ndarray] = {}  # sentence tokens -> exact next-symbol probs
+        self.windows = False  # eval examples: windows of several sentences (at_length)
+
+    def at_length(self, scale: float) -> Lano:
+        """Windows of s × context tokens at every scale (the module docstring)."""
+        check(scale > 0, "eval.length_scales", scale, "numbers > 0")
+        task = Lano(self.scaled_context(scale))
+        task.windows = True
+        return task
+
+    def eval_examples(self) -> list[Example]:
+        sentences = super().eval_examples()
+        if not self.windows:
+            return sentences
+        windows: list[list[Example]] = [[]]
+        for ex in sentences:  # greedy: whole sentences, in order, at most context tokens a window
+            if windows[-1] and sum(map(len, windows[-1])) + len(ex) > self.cfg.context:
+                windows.append([])
+            windows[-1].append(ex)
+        return [Example(np.concatenate([e.tokens for e in w]), np.ones(sum(map(len, w)), bool),
+                        {"grammar": self.grammar.name, "lengths": [e.meta["length"] for e in w]})
+                for w in windows]
 
     def build_vocab(self) -> Vocab:
         return Vocab([str(t) for t in self.grammar.terminals])
@@ -186,7 +213,13 @@ class Lano(Task):
 
     def truth(self, ex: Example) -> np.ndarray:
         """float64[L, 1+T]: row i = the true next-symbol distribution [end, terminals…] after
-        the example's first i tokens (row 0 follows ``<bos>``), cached per sentence."""
+        the example's first i tokens (row 0 follows ``<bos>``), cached per sentence; a window of
+        several sentences (each opening with ``<bos>``) is its sentences' rows end to end."""
+        starts = np.flatnonzero(ex.tokens == self.vocab.bos).tolist()
+        if len(starts) > 1 or (starts and starts[0] != 0):
+            cuts = [*starts, len(ex.tokens)] if starts[0] == 0 else [0, *starts, len(ex.tokens)]
+            return np.concatenate([self.truth(Example(ex.tokens[a:b], ex.loss_mask[a:b]))
+                                   for a, b in zip(cuts, cuts[1:])])
         key = ex.tokens.tobytes()
         if key not in self._truth:
             sentence = self.symbols(ex.tokens[1:])

@@ -15,6 +15,10 @@ Training may mix several (pairs, length) settings; ``length > 0`` pads a setting
 many tokens with fillers spread at random over the gaps. Evaluation: argmax accuracy of each
 supervised value given the true prefix, overall and per key length, on the ``eval_setting``.
 
+Longer form (``Task.at_length``, length-generalisation eval): at scale s every setting has s ×
+the pairs (and s × its length when padded) and the context is s × longer; the vocabulary is
+unchanged, so a model sees more pairs, more distinct keys and longer recall distances.
+
 Packing (``data.packing=auto``): ``aligned``. An example is one independent set of pairs; cut by a
 window edge, a value's second occurrence would lose the first one it is recalled from (the
 answer must not be cut from its question).
@@ -91,6 +95,12 @@ class Mqar(Task):
     def __init__(self, cfg: MqarConfig):
         super().__init__(cfg)
         self._value_ids = [self.vocab[f"val{i}"] for i in range(cfg.value_vocab)]
+
+    def longer(self, scale: float) -> MqarConfig:
+        """s × the pairs (and the padded length) of every setting, s × the context."""
+        c = self.cfg
+        return self.scaled_context(scale, pairs=[max(1, round(n * scale)) for n in c.pairs],
+                                   lengths=[round(n * scale) for n in c.lengths])
 
     def build_vocab(self) -> Vocab:
         c = self.cfg
