@@ -23,6 +23,11 @@ function fmt(x, digits) {
   return x === null || x === undefined ? "—" : Number(x).toPrecision(digits || 3);
 }
 
+function duration(s) {
+  if (s === null || s === undefined) return "—";
+  return s < 120 ? `${fmt(s)} s` : s < 7200 ? `${(s / 60).toFixed(1)} min` : `${(s / 3600).toFixed(1)} h`;
+}
+
 // white (0) -> deep green (1), the palette of the report's PNG heatmaps
 function shade(s) {
   if (s === null || s === undefined) return "";
@@ -123,11 +128,12 @@ function drawPaper() {
         return { text: p[key], status: key === "ours" ? p.status : "finished", shade: value };
       };
       const row = el("div", { class: "triple" });
-      row.append(grid(`ours: ${v.label} (rows: ours ${[...new Set(part.map(p => p.row || "—"))].join(", ")})`,
-                      rows, sizes, at("ours")),
+      row.append(grid(`ours: ${v.label}`, rows, sizes, at("ours")),
                  grid(`paper, Figure ${fig}`, rows, sizes, at("paper")),
                  grid("ours − paper (pp)", rows, sizes, at("diff")));
-      box.append(row);
+      const ours = [...new Set(part.map(p => p.row).filter(r => r))];
+      box.append(row, el("p", { class: "hint", text: `Rows matched by position; ours are ${ours.join(", ") || "—"} ` +
+                                                       `(mini scale), the paper's ${rows.join(", ")}.` }));
     });
   });
   if (!figures.length && DATA.paper.length) box.append(el("p", { class: "hint", text: "No shown variant is in the paper." }));
@@ -192,8 +198,8 @@ function drawCell() {
       el("td", { text: name }), el("td", { text: r.status }), el("td", { text: fmt(r.lr) }),
       el("td", { text: r.seed === null ? "—" : String(r.seed) }), el("td", { text: fmt(r.value) }),
       el("td", { text: `${r.step === null ? "—" : r.step}/${r.steps === null ? "—" : r.steps}` }),
-      el("td", { text: r.wall_time_s === null ? "—" : `${fmt(r.wall_time_s)} s` }),
-      el("td", { text: fmt(r.tokens_per_s) }));
+      el("td", { text: duration(r.wall_time_s) }),
+      el("td", { text: r.tokens_per_s === null ? "—" : Math.round(r.tokens_per_s).toLocaleString("en") }));
     table.append(tr);
   });
   box.append(table);
@@ -256,7 +262,8 @@ function chart(title, series, id) {
   const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R), sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
   add("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "frame" });
   [[y0, sy(y0)], [y1, sy(y1)]].forEach(([v, y]) => add("text", { x: L - 4, y: y + 4, class: "tick", "text-anchor": "end" }, fmt(v)));
-  [[x0, sx(x0)], [x1, sx(x1)]].forEach(([v, x]) => add("text", { x, y: H - B + 14, class: "tick", "text-anchor": "middle" }, String(v)));
+  [[x0, sx(x0), "start"], [x1, sx(x1), "end"]].forEach(([v, x, anchor]) =>
+    add("text", { x, y: H - B + 14, class: "tick", "text-anchor": anchor }, String(v)));
   add("text", { x: (L + W) / 2, y: H - 4, class: "tick", "text-anchor": "middle" }, "step");
   Object.entries(series).forEach(([name, data], i) => {
     const color = COLORS[i % COLORS.length];
