@@ -63,6 +63,13 @@ def test_index_heatmap_cell_runs_in_chromium(tmp_path):
         config = detail.find_element(By.CSS_SELECTOR, "pre.config").text
         assert "task:" in config and "name: depo" in config
         assert "finished" in detail.text and driver.find_elements(By.CSS_SELECTOR, "table.runs tr.run")
+        Select(driver.find_element(By.ID, "f-canon")).select_by_value("abcd_res")  # the filter
+        assert [t.find_element(By.TAG_NAME, "caption").text
+                for t in driver.find_elements(By.CSS_SELECTOR, "#heatmaps table.heatmap")] == \
+            ["Llama(RoPE) + Canon-ABCD(res)"]
+        Select(driver.find_element(By.ID, "f-canon")).select_by_value("")
+        compare = driver.find_element(By.CSS_SELECTOR, "#compare table.heatmap")  # RoPE − RoPE + Canon
+        assert len(compare.find_elements(By.CSS_SELECTOR, "td")) == 12 and " pp" in compare.text
         shot = tmp_path / "site_cell.png"
         driver.execute_script("window.scrollTo(0, 0)")
         assert driver.save_screenshot(str(shot))
