@@ -36,7 +36,8 @@ TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 @dataclass
 class Command:
-    """One (sub)command: its own options (``key: (default, help)``), its positional arguments,
+    """One (sub)command: its own options (``key: (default, help)``), its positional arguments
+    (a last name ending in ``...`` takes one or more values),
     the config sections whose overrides it reads (``None``: none; ``()``: any key of the
     config), and examples for ``--help``."""
 
@@ -131,7 +132,8 @@ def parse(prog: str, command: Command, argv: Sequence[str]) -> Args:
     naming any argument the command does not use."""
     name = f"{prog} {command.name}".strip()
     positional = [a for a in argv if "=" not in a]
-    if len(positional) != len(command.positional):
+    variadic = bool(command.positional) and command.positional[-1].endswith("...")
+    if len(positional) != len(command.positional) and not (variadic and len(positional) >= len(command.positional)):
         want = " ".join(command.positional) or "no positional argument"
         raise ConfigError(f"{name} takes {want}; got {positional or 'none'} (see {name} --help)")
     options = {k: default for k, (default, _) in command.options.items()}

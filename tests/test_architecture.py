@@ -96,7 +96,8 @@ def test_wheel_ships_conf_sweeps_and_every_module(tmp_path):
         files = {f"playground/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).glob(pattern)}
         assert files and files <= names, sorted(files - names)
     modules = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")}
-    data = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*") if p.suffix in (".json", ".txt", ".csv")}
+    data = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*") if p.suffix in (".json", ".txt", ".csv", ".js", ".css")}
+    assert {"playground/report/site/app.js", "playground/report/site/style.css"} <= data  # the results browser
     assert modules | data <= names, sorted((modules | data) - names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -118,7 +119,7 @@ def tools() -> dict:
     from playground.run.evaluate import main as evaluate
     from playground.sweep.cli import main as sweep
 
-    return {"playground-data": (data, ["show", "dump", "stats"]), "playground-report": (report, ["heatmap", "depth", "table"]),
+    return {"playground-data": (data, ["show", "dump", "stats"]), "playground-report": (report, ["heatmap", "depth", "table", "site"]),
             "playground-bench": (bench, ["params", "train", "canon", "data", "generate"]),
             "playground-grammar": (grammar, ["sample", "check", "random"]), "playground-sweep": (sweep, []),
             "playground-eval": (evaluate, [])}

@@ -18,7 +18,9 @@ import pandas as pd
 
 from playground.errors import ConfigError
 
-PENDING = ("running", "preempted", "interrupted")  # unfinished but resumable: not failures
+# unfinished but resumable: not failures ("pending": a run directory with a config.yaml and no
+# summary.json yet, as the results browser reads it, report/site.py)
+PENDING = ("running", "preempted", "interrupted", "pending")
 LOWER_IS_BETTER = ("kl", "mass_outside", "loss", "ppl")  # and every *_loss
 ROPE_NAMES = {"rope": "llama_rope", "nope": "llama_nope", "rope0.25": "llama_rope_quarter"}
 CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]

@@ -18,7 +18,7 @@ from playground.cli import Args, Command, atomic_write
 from playground.cli import main as cli_main
 from playground.errors import ConfigError
 from playground.report import cells as aggregate
-from playground.report import plots
+from playground.report import plots, site
 from playground.report.cells import capo_table
 from playground.report.plots import plot_capo, save_figure
 from playground.report.table import check_integrity, load_runs
@@ -255,6 +255,18 @@ def cmd_lengthgen(args: Args) -> int:
     return 0
 
 
+def cmd_site(args: Args) -> int:
+    roots = [Path(p) for p in args.positional]
+    if not args["out"]:
+        raise ConfigError("out= is required: the folder to write the site into (e.g. out=site)")
+    out = Path(args["out"])
+    counts = site.build(roots, out)
+    print(f"wrote {out}/index.html: {counts['panels']} panel page(s) from {counts['runs']} run(s)"
+          + (f"; {counts['refused']} refused" if counts["refused"] else "")
+          + (f"; {counts['unplaced']} without a record" if counts["unplaced"] else ""))
+    return 0
+
+
 R = ("RESULTS",)
 COMMANDS = [
     Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)", cmd_heatmap,
@@ -278,6 +290,10 @@ COMMANDS = [
             examples=("playground-report lengthgen results/length_gen_cpu",)),
     Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table, dict(OUT), R,
             examples=("playground-report table results/fig7_mini",)),
+    Command("site", "a static results browser (HTML + one JS + CSS + SVG; opens from index.html, no server)",
+            cmd_site, {"out": ("", "output folder (required); links are relative, publish it as is")},
+            ("RESULTS...",), examples=("playground-report site results/fig7_mini out=site",
+                                        "playground-report site results/fig7_mini results/mqar_mini out=site")),
 ]
 
 
