@@ -19,7 +19,6 @@ from playground.mixers import scan
 from playground.mixers.attention import AttentionConfig
 from playground.mixers.gated_deltanet import GDN, GDNConfig, l2_normalize
 from playground.model import build_model
-from playground.run.train import run
 
 F64 = torch.float64
 DEPO1_VOCAB = 112
@@ -284,19 +283,3 @@ def test_presets_and_run_names():
     assert conv.model.mixer.conv == "conv1d" and noconv.model.mixer.conv == "none"
     assert "_gdn_canon-none" in conv.run_name and "_gdn-noconv_canon-ABCD" in noconv.run_name
     assert GDNConfig(heads=8, expand_v=2.0).tag() == "gdn-h8-v2"
-
-
-TINY_RUN = ["task=depo_tiny", "task.N=8", "task.V=8", "task.context=96", "task.eval_size=32",
-            "size=2L64D", "train.batch_size=8", "train.log_every=1", "train.warmup_steps=2",
-            "train.steps=40", "train.eval_every=0", "model.mixer.chunk=32"]
-
-
-@pytest.mark.parametrize("variant", [["mixer=gdn", "canon=none"], ["mixer=gdn_noconv", "canon=ABCD"]])
-def test_tiny_depo_run_learns(make_cfg, tmp_path, variant):
-    from playground.run import rundir as runs
-
-    run(make_cfg(*TINY_RUN, *variant))
-    log = [r["loss"] for r in runs.MetricsLog(tmp_path / "run" / "metrics.jsonl").records()
-           if r["split"] == "train"]
-    first, last = sum(log[:5]) / 5, sum(log[-5:]) / 5
-    assert len(log) == 40 and last < 0.8 * first

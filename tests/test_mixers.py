@@ -425,6 +425,8 @@ TINY_RUN = ["task.N=8", "task.V=8", "task.context=96", "task.eval_size=32", "siz
     ["mixer=gla", "canon=none"],
     ["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.chunk=16"],
     ["model=mamba2_mlp", "mixer=mamba2_noconv1d", "canon=AB_nores", "model.mixer.chunk=16"],
+    ["mixer=gdn", "canon=none", "model.mixer.chunk=32"],
+    ["mixer=gdn_noconv", "canon=ABCD", "model.mixer.chunk=32"],
 ])
 def test_tiny_depo_run_learns(make_cfg, tmp_path, backbone):
     from playground.run import rundir as runs

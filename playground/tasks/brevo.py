@@ -35,7 +35,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from playground.errors import ConfigError, check
+from playground.errors import check
 from playground.model import generate
 from playground.tasks.base import (
     DifficultyLaw,
@@ -189,13 +189,10 @@ class Brevo(Task):
         self._law = DifficultyLaw(cfg.n_min, cfg.N)
 
     def longer(self, scale: float) -> BrevoConfig | None:
-        """s × N vertices, s × the context (word names only: token names grow the vocabulary)."""
-        if self.cfg.names == "token" and scale == 1:
-            return None
+        """s × N vertices, s × the context; none with token names (they are the vocabulary
+        v1..vN, so a larger N needs tokens the model never saw)."""
         if self.cfg.names == "token":
-            raise ConfigError(f"eval.length_scales is invalid for task {self.cfg.preset!r}: "
-                              "with task.names=token the vertex names are the vocabulary v1..vN, "
-                              "so a larger N has no longer form the model can read (use word names)")
+            return None
         return self.scaled_context(scale, N=max(3, round(self.cfg.N * scale)))
 
     def build_vocab(self) -> Vocab:
