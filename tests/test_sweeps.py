@@ -150,6 +150,24 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     assert exit_.value.code == 2 and "metric='no_such_metric' is invalid" in capsys.readouterr().err
 
 
+def test_report_panel_filter_and_per_depth_curves(tmp_path, capsys):
+    """panel= keeps one panel of a folder that holds several (results/mini/runs/fig7_mini) and
+    names the panels there when it matches none; curves plot each task's per-depth accuracies."""
+    from playground.report import plots
+    from playground.report.cli import main
+
+    kept = Path(__file__).resolve().parent.parent / "results" / "mini" / "runs" / "fig7_mini"
+    main(["heatmap", str(kept), "panel=mano", "figures=false", f"out={tmp_path}"])
+    assert set(pd.read_csv(tmp_path / "cells.csv")["panel"]) == {"mano"}
+    with pytest.raises(SystemExit) as exit_:
+        main(["table", str(kept), "panel=mano_L9", f"out={tmp_path}"])
+    assert exit_.value.code == 2 and "panel=mano_L9 is invalid" in capsys.readouterr().err
+    mano = pd.DataFrame([{"step": 1, "acc": 0.5, "acc_l2": 0.2, "acc_l1": 1.0, "acc_all_l": 0.6}])
+    brevo = mano.rename(columns={"acc_l1": "acc_depth1", "acc_l2": "acc_depth2"})
+    fig = plots.curves_figure({"mano": mano, "brevo": brevo})
+    assert [[line.get_label() for line in ax.get_lines()] for ax in fig.axes[:2]] == [["l=1", "l=2"], ["depth 1", "depth 2"]]
+
+
 def test_report_figures_are_byte_identical(tmp_path):
     from playground.report.cli import main
 
@@ -312,16 +330,23 @@ def test_committed_mini_heatmap_agrees_with_its_runs():
     assert lano[0] == lano[1] and len(lano[0]) == 3
 
 
-def test_committed_depo1_panel_agrees_with_its_run_records():
-    """results/mini/fig7_depo1_K4: every cell of the committed heatmap is the summary of its run,
-    whose record (kept in results/mini/runs/fig7_mini) a rerun of the sweep skips as finished."""
+@pytest.mark.parametrize("panel", ["depo1_K4", "brevo1", "mano"])
+def test_committed_fig7_panel_agrees_with_its_run_records(panel):
+    """results/mini/fig7_<panel>: every cell of the committed heatmap is the summary of its run,
+    whose record (kept in results/mini/runs/fig7_mini) a rerun of the sweep skips as finished;
+    the panel's rows as run are the rows of sweeps/fig7.yaml."""
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
-    cells = pd.read_csv(root / "fig7_depo1_K4" / "cells.csv")
-    assert len(cells) >= 8 and set(cells["status"]) == {"finished"}
+    cells = pd.read_csv(root / f"fig7_{panel}" / "cells.csv")
+    assert len(cells) >= 2 and set(cells["status"]) == {"finished"}
     for cell in cells.itertuples():
         summary = json.loads((root / "runs" / "fig7_mini" / cell.best_run / "summary.json").read_text())
-        record = summary["record"]
+        task = summary["record"]["task"]
         assert summary["status"] == "finished" and summary["step"] == 10_000
-        assert (record["task"]["panel"], record["task"]["row"], record["size"]["label"]) == (cell.panel, cell.row, cell.size)
-        assert summary["metrics"]["acc_at_K"] == pytest.approx(cell.value)
-        assert summary["metrics"]["acc_at_K2"] == pytest.approx(cell.value2)
+        assert (task["panel"], task["row"], summary["record"]["size"]["label"]) == (cell.panel, cell.row, cell.size)
+        assert summary["metrics"][task["metric"]] == pytest.approx(cell.value)
+        if task["metric2"]:
+            assert summary["metrics"][task["metric2"]] == pytest.approx(cell.value2)
+    as_run, now = (yaml.safe_load(f.read_text())["scales"]["mini"]
+                   for f in (root / f"fig7_{panel}" / "sweep.yaml", find_sweep_file("fig7")))
+    rows = [[r for r in scale["rows"] if r["panel"] == panel] for scale in (as_run, now)]
+    assert rows[0] == rows[1] and len(rows[0]) == 3 and as_run["overrides"] == now["overrides"]

@@ -25,7 +25,8 @@ from playground.report.table import check_integrity, load_runs
 from playground.run.rundir import MetricsLog
 
 OUT = {"out": ("", "output folder (default: RESULTS/report)"),
-       "figures": ("true", "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)")}
+       "figures": ("true", "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)"),
+       "panel": ("", "only the runs of this panel (e.g. depo1_K4), when a folder holds several")}
 
 
 def _out(args: Args) -> Path:
@@ -43,6 +44,12 @@ def _runs(args: Args) -> pd.DataFrame:
     frame, refused = check_integrity(frame)
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)
+    if panel := args["panel"]:
+        panels = frame["config.panel"] if "config.panel" in frame else pd.Series(dtype=object)
+        if panel not in set(panels.dropna()):
+            raise ConfigError(f"panel={panel} is invalid: expected one of the panels under {results}: "
+                              f"{sorted(panels.dropna().unique())}")
+        frame = frame[panels == panel]
     return frame
 
 
@@ -276,7 +283,7 @@ COMMANDS = [
              "vs_paper": ("", "also compare with the paper's Figure N (report/data/paper_heatmaps.csv)"), **OUT},
             R, examples=("playground-report heatmap results/fig7_mini vs_paper=7",
                          "playground-report heatmap results/fig7_mini metric=kl agg=mean out=results/mini/fig7_lano")),
-    Command("curves", "accuracy per k over training steps (Figure 8/16 style)", cmd_curves,
+    Command("curves", "accuracy per depth (Depo k, Brevo depth, Mano l) over training steps (Figure 8/16 style)", cmd_curves,
             {"match": ("", "only runs whose path contains this text"), "limit": ("12", "at most this many runs"),
              **OUT}, R, examples=("playground-report curves results/fig7_mini match=depo1",)),
     Command("depth", "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds",

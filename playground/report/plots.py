@@ -143,15 +143,24 @@ def versus_figure(table: pd.DataFrame, title: str) -> Figure:
     return fig
 
 
-def curves_figure(records: dict[str, pd.DataFrame], metric_prefix: str = "acc_k") -> Figure:
-    """Accuracy per k over training steps, one subplot per run (the paper's Figure 8/16 style)."""
+# the per-depth accuracies a task logs (Depo's hop count k, Brevo's dependency depth, Mano's
+# expression length l) and how a curve of each is labelled
+PER_DEPTH = {"acc_k": "k={}", "acc_depth": "depth {}", "acc_l": "l={}"}
+
+
+def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
+    """Accuracy per depth over training steps (k for Depo, dependency depth for Brevo, l for
+    Mano), one subplot per run (the paper's Figure 8/16 style)."""
     fig = Figure(figsize=(4.2 * min(len(records), 3), 3.2 * ((len(records) + 2) // 3)))
     axes = fig.subplots((len(records) + 2) // 3, min(len(records), 3), squeeze=False).ravel()
     for ax, (name, evals) in zip(axes, records.items()):
-        cols = sorted((c for c in evals if c.startswith(metric_prefix) and c[len(metric_prefix):].isdigit()),
-                      key=lambda c: int(c[len(metric_prefix):]))
+        for prefix, label in PER_DEPTH.items():
+            cols = sorted((c for c in evals if c.startswith(prefix) and c[len(prefix):].isdigit()),
+                          key=lambda c: int(c[len(prefix):]))
+            if cols:
+                break
         for col in cols:
-            ax.plot(evals["step"], 100 * evals[col], label=f"k={col[len(metric_prefix):]}")
+            ax.plot(evals["step"], 100 * evals[col], label=label.format(col[len(prefix):]))
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("step", fontsize=8)
         ax.set_ylabel("accuracy (%)", fontsize=8)
