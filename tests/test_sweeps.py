@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -166,6 +167,39 @@ def test_report_panel_filter_and_per_depth_curves(tmp_path, capsys):
     brevo = mano.rename(columns={"acc_l1": "acc_depth1", "acc_l2": "acc_depth2"})
     fig = plots.curves_figure({"mano": mano, "brevo": brevo})
     assert [[line.get_label() for line in ax.get_lines()] for ax in fig.axes[:2]] == [["l=1", "l=2"], ["depth 1", "depth 2"]]
+
+
+def test_orderings_against_the_seed_spread(tmp_path, capsys):
+    """orderings: '<' holds only when the second variant wins by more than the two spreads
+    together, is reversed when it loses by more, else within spread; '≈' holds within the
+    spreads; lower-is-better metrics count a lower value as the win; one seed rests on the sign;
+    a cell without both variants is skipped. On the committed runs the margins are the cells'."""
+    from playground.report.cells import orderings
+    from playground.report.cli import main
+
+    def cell(row, arch, canon, value, spread, seeds=2):
+        return {"panel": "p", "row": row, "row_index": int(row[-1]), "size": "8L512D", "architecture": arch,
+                "canon": canon, "status": "finished", "value": value, "spread": spread, "seeds": seeds}
+
+    table = pd.DataFrame([
+        cell("N=1", "llama_rope", "none", 0.50, 0.02), cell("N=1", "llama_rope", "abcd_res", 0.60, 0.03),
+        cell("N=2", "llama_rope", "none", 0.50, 0.05), cell("N=2", "llama_rope", "abcd_res", 0.55, 0.05),
+        cell("N=3", "llama_rope", "none", 0.70, 0.01), cell("N=3", "llama_rope", "abcd_res", 0.60, 0.01),
+        cell("N=1", "llama_rope_quarter", "abcd_res", 0.62, 0.01), cell("N=2", "llama_rope_quarter", "abcd_res", 0.80, 0.01),
+        cell("N=4", "llama_nope", "none", 0.10, np.nan, 1), cell("N=4", "llama_nope", "abcd_res", 0.90, np.nan, 1),
+        cell("N=5", "llama_nope", "none", 0.10, 0.01)])  # no NoPE + Canon at N=5: skipped
+    got = {(r.ordering[:5], r.row): (r.verdict, round(r.margin, 3)) for r in orderings(table).itertuples()}
+    assert got == {("RoPE ", "N=1"): ("holds", 0.1), ("RoPE ", "N=2"): ("within spread", 0.05),
+                   ("RoPE ", "N=3"): ("reversed", -0.1), ("RoPE¼", "N=1"): ("holds", -0.02),
+                   ("RoPE¼", "N=2"): ("differs", -0.25), ("NoPE ", "N=4"): ("holds (1 seed)", 0.8)}
+    assert orderings(table, lower=True).set_index("row").loc["N=3", "verdict"] == "holds"  # KL: lower wins
+    kept = Path(__file__).resolve().parent.parent / "results" / "mini" / "runs" / "fig7_mini"
+    main(["orderings", str(kept), "panel=depo1_K4", f"out={tmp_path}"])
+    mine, cells = pd.read_csv(tmp_path / "orderings.csv"), pd.read_csv(kept.parents[1] / "fig7_depo1_K4" / "cells.csv")
+    value = cells.set_index(["row", "architecture", "canon"])["value"]
+    for r in mine[mine["ordering"].str.startswith("NoPE")].itertuples():
+        assert r.margin == pytest.approx(value[(r.row, "llama_nope", "abcd_res")] - value[(r.row, "llama_nope", "none")])
+    assert "NoPE < NoPE + Canon" in (tmp_path / "orderings.md").read_text() and "comparison(s)" in capsys.readouterr().out
 
 
 def test_report_figures_are_byte_identical(tmp_path):
@@ -334,7 +368,9 @@ def test_committed_mini_heatmap_agrees_with_its_runs():
 def test_committed_fig7_panel_agrees_with_its_run_records(panel):
     """results/mini/fig7_<panel>: every cell of the committed heatmap is the summary of its run,
     whose record (kept in results/mini/runs/fig7_mini) a rerun of the sweep skips as finished;
-    the panel's rows as run are the rows of sweeps/fig7.yaml."""
+    the panel's rows as run are the rows of sweeps/fig7.yaml; its orderings.csv is recomputed."""
+    from playground.report.cells import orderings
+
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
     cells = pd.read_csv(root / f"fig7_{panel}" / "cells.csv")
     assert len(cells) >= 2 and set(cells["status"]) == {"finished"}
@@ -346,6 +382,9 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel):
         assert summary["metrics"][task["metric"]] == pytest.approx(cell.value)
         if task["metric2"]:
             assert summary["metrics"][task["metric2"]] == pytest.approx(cell.value2)
+    committed, again = pd.read_csv(root / f"fig7_{panel}" / "orderings.csv"), orderings(cells)
+    assert list(committed["verdict"]) == list(again["verdict"]) and len(committed) >= 1
+    assert committed["margin"].tolist() == pytest.approx(again["margin"].tolist())
     as_run, now = (yaml.safe_load(f.read_text())["scales"]["mini"]
                    for f in (root / f"fig7_{panel}" / "sweep.yaml", find_sweep_file("fig7")))
     rows = [[r for r in scale["rows"] if r["panel"] == panel] for scale in (as_run, now)]

@@ -79,16 +79,22 @@ def _spread(cell: pd.Series, percent: bool) -> str:
     return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
 
 
+def _heatmap_cells(args: Args, agg: str) -> tuple[pd.DataFrame, bool]:
+    """The heatmap cells of the runs under RESULTS (of the tasks that make heatmaps), for the
+    metric of ``metric=`` or each task's own, and whether lower is better for it."""
+    frame = aggregate.annotate(_runs(args), args["metric"])
+    frame = frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
+    lower = aggregate.lower_is_better(args["metric"])
+    return aggregate.cells(frame, agg, lower), lower
+
+
 def cmd_heatmap(args: Args) -> int:
     metric, agg = args["metric"], args.choice("agg", ("best", "mean"))
     figure = args.int("vs_paper", minimum=0) if args["vs_paper"] else None
     if metric and figure:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
-    frame = aggregate.annotate(_runs(args), metric)
-    frame = frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
-    lower = aggregate.lower_is_better(metric)
+    cells, lower = _heatmap_cells(args, agg)
     percent = aggregate.is_accuracy(metric)
-    cells = aggregate.cells(frame, agg, lower)
     out, suffix = _out(args), f"_{metric}" if metric else ""
     atomic_write(out / f"cells{suffix}.csv", cells.to_csv(index=False).encode())
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
@@ -109,6 +115,36 @@ def cmd_heatmap(args: Args) -> int:
           + (f"; {failed} cell(s) failed (see the failures column)" if failed else "")
           + (f"; {pending} cell(s) pending (runs not finished: rerun the sweep)" if pending else ""))
     return 0
+
+
+def cmd_orderings(args: Args) -> int:
+    metric = args["metric"]
+    cells, lower = _heatmap_cells(args, "mean")
+    table = aggregate.orderings(cells, lower)
+    out, suffix = _out(args), f"_{metric}" if metric else ""
+    atomic_write(out / f"orderings{suffix}.csv", table.to_csv(index=False).encode())
+    text = orderings_markdown(table, aggregate.is_accuracy(metric))
+    atomic_write(out / f"orderings{suffix}.md", text.encode())
+    print(text)
+    print(f"wrote {out}/orderings{suffix}.csv and orderings{suffix}.md: {len(table)} comparison(s)"
+          + ("" if len(table) else " (no cell has both variants of any ordering)"))
+    return 0
+
+
+def orderings_markdown(table: pd.DataFrame, percent: bool = True) -> str:
+    """One table per (panel, ordering): rows = difficulty, columns = sizes, each cell the verdict
+    and the margin by which the second variant wins (percentage points for an accuracy)."""
+    parts = []
+    for (panel, name), block in table.groupby(["panel", "ordering"], sort=False):
+        sizes = sorted(block["size"].unique(), key=aggregate.size_order)
+        parts += [f"### {panel}: {name}\n", "| | " + " | ".join(sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+        for row, cells in block.groupby("row", sort=False):
+            at = dict(zip(cells["size"], zip(cells["verdict"], cells["margin"])))
+            parts.append(f"| {row} | " + " | ".join(
+                f"{at[s][0]} ({100 * at[s][1]:+.1f} pp)" if s in at and percent else
+                f"{at[s][0]} ({at[s][1]:+.3g})" if s in at else "—" for s in sizes) + " |")
+        parts.append("")
+    return "\n".join(parts)
 
 
 def cmd_curves(args: Args) -> int:
@@ -283,6 +319,10 @@ COMMANDS = [
              "vs_paper": ("", "also compare with the paper's Figure N (report/data/paper_heatmaps.csv)"), **OUT},
             R, examples=("playground-report heatmap results/fig7_mini vs_paper=7",
                          "playground-report heatmap results/fig7_mini metric=kl agg=mean out=results/mini/fig7_lano")),
+    Command("orderings", "the paper's orderings of variants (NoPE < NoPE + Canon, RoPE ≤ RoPE + Canon, RoPE¼ + "
+            "Canon ≈ RoPE + Canon), cell by cell, against the seed spread", cmd_orderings,
+            {"metric": ("", "this metric instead of the task's (kl: lower is better)"), **OUT}, R,
+            examples=("playground-report orderings results/mini/runs/fig7_mini panel=depo1_K4",)),
     Command("curves", "accuracy per depth (Depo k, Brevo depth, Mano l) over training steps (Figure 8/16 style)", cmd_curves,
             {"match": ("", "only runs whose path contains this text"), "limit": ("12", "at most this many runs"),
              **OUT}, R, examples=("playground-report curves results/fig7_mini match=depo1",)),

@@ -154,13 +154,13 @@ def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
     fig = Figure(figsize=(4.2 * min(len(records), 3), 3.2 * ((len(records) + 2) // 3)))
     axes = fig.subplots((len(records) + 2) // 3, min(len(records), 3), squeeze=False).ravel()
     for ax, (name, evals) in zip(axes, records.items()):
-        for prefix, label in PER_DEPTH.items():
+        for prefix in PER_DEPTH:
             cols = sorted((c for c in evals if c.startswith(prefix) and c[len(prefix):].isdigit()),
                           key=lambda c: int(c[len(prefix):]))
             if cols:
                 break
         for col in cols:
-            ax.plot(evals["step"], 100 * evals[col], label=label.format(col[len(prefix):]))
+            ax.plot(evals["step"], 100 * evals[col], label=PER_DEPTH[prefix].format(col[len(prefix):]))
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("step", fontsize=8)
         ax.set_ylabel("accuracy (%)", fontsize=8)
