@@ -139,7 +139,8 @@ def cells(frame: pd.DataFrame, agg: str = "best", lower: bool = False) -> pd.Dat
 
 
 # The paper's Figure 7 orderings between two variants (architecture, canon): "<" the second does
-# better; "≈" the two agree. Read cell by cell against the seed spread by :func:`orderings`.
+# better ("holds": beyond the seed spread; for the paper's "≤", "within spread" agrees with it
+# too); "≈" the two agree. Read cell by cell against the seed spread by :func:`orderings`.
 ORDERINGS = (
     ("NoPE < NoPE + Canon", ("llama_nope", "none"), "<", ("llama_nope", "abcd_res")),
     ("RoPE ≤ RoPE + Canon", ("llama_rope", "none"), "<", ("llama_rope", "abcd_res")),
