@@ -206,11 +206,9 @@ def paper_cells(figure: int | None = None, path: Path = PAPER_CSV) -> pd.DataFra
 
 
 def versus_paper(ours: pd.DataFrame, figure: int) -> pd.DataFrame:
-    """Every transcribed cell of ``figure`` in the panels we have, next to ours (matched by panel,
-    architecture, canon, row position and size; rows differ in difficulty at mini scale, so both
-    labels are kept)."""
+    """Every transcribed cell of ``figure`` next to ours (matched by panel, architecture, canon,
+    row position and size; rows differ in difficulty at mini scale, so both labels are kept)."""
     ref = paper_cells(figure)
-    ref = ref[ref["panel"].isin(ours["panel"])]
     mine = ours[["panel", "architecture", "canon", "row_index", "size", "row", "value", "value2", "status"]]
     merged = ref.merge(mine, on=["panel", "architecture", "canon", "row_index", "size"], how="left",
                        suffixes=("_paper", "_ours"))

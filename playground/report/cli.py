@@ -105,6 +105,8 @@ def cmd_heatmap(args: Args) -> int:
                     out / f"heatmap_{panel}{suffix}.png")
     if figure:
         versus = aggregate.versus_paper(cells, figure)
+        if args["panel"]:  # the paper's other panels are not asked for
+            versus = versus[versus["panel"] == args["panel"]]
         atomic_write(out / f"vs_paper_fig{figure}.csv", versus.to_csv(index=False).encode())
         for panel, block in versus.groupby("panel") if args.flag("figures") else ():
             save_figure(plots.versus_figure(block, f"Figure {figure}, {panel}: ours vs the paper"),
