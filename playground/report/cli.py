@@ -53,20 +53,27 @@ def _runs(args: Args) -> pd.DataFrame:
     return frame
 
 
-def markdown(cells: pd.DataFrame, percent: bool = True) -> str:
-    """One markdown table per (panel, variant): rows = difficulty, columns = sizes; a cell that
-    averages several seeds shows their spread (± one standard deviation)."""
+def _tables(table: pd.DataFrame, keys: list[str], title, text) -> str:
+    """One markdown table per group of ``keys`` (headed ``title(key)``): rows = difficulty,
+    columns = sizes, each cell ``text(row of table)``, "—" where the table has none."""
     parts = []
-    for (panel, arch, canon), block in cells.groupby(["panel", "architecture", "canon"], sort=False):
+    for key, block in table.groupby(keys, sort=False):
         sizes = sorted(block["size"].unique(), key=aggregate.size_order)
-        parts.append(f"### {panel}: {plots.variant_label(arch, canon)}\n")
-        parts.append("| | " + " | ".join(sizes) + " |\n|---" * 1 + "|---" * len(sizes) + "|")
+        parts.append(f"### {title(key)}\n")
+        parts.append("| | " + " | ".join(sizes) + " |\n|---" + "|---" * len(sizes) + "|")
         for row, rb in block.sort_values("row_index").groupby("row", sort=False):
-            by_size = {c["size"]: plots.cell_text(c["value"], c["value2"], c["status"], percent)
-                       + _spread(c, percent) for _, c in rb.iterrows()}
+            by_size = {c["size"]: text(c) for _, c in rb.iterrows()}
             parts.append(f"| {row} | " + " | ".join(by_size.get(sz, "—") for sz in sizes) + " |")
         parts.append("")
     return "\n".join(parts)
+
+
+def markdown(cells: pd.DataFrame, percent: bool = True) -> str:
+    """One markdown table per (panel, variant): rows = difficulty, columns = sizes; a cell that
+    averages several seeds shows their spread (± one standard deviation)."""
+    return _tables(cells, ["panel", "architecture", "canon"],
+                   lambda key: f"{key[0]}: {plots.variant_label(key[1], key[2])}",
+                   lambda c: plots.cell_text(c["value"], c["value2"], c["status"], percent) + _spread(c, percent))
 
 
 def _spread(cell: pd.Series, percent: bool) -> str:
@@ -136,17 +143,9 @@ def cmd_orderings(args: Args) -> int:
 def orderings_markdown(table: pd.DataFrame, percent: bool = True) -> str:
     """One table per (panel, ordering): rows = difficulty, columns = sizes, each cell the verdict
     and the margin by which the second variant wins (percentage points for an accuracy)."""
-    parts = []
-    for (panel, name), block in table.groupby(["panel", "ordering"], sort=False):
-        sizes = sorted(block["size"].unique(), key=aggregate.size_order)
-        parts += [f"### {panel}: {name}\n", "| | " + " | ".join(sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
-        for row, cells in block.groupby("row", sort=False):
-            at = dict(zip(cells["size"], zip(cells["verdict"], cells["margin"])))
-            parts.append(f"| {row} | " + " | ".join(
-                f"{at[s][0]} ({100 * at[s][1]:+.1f} pp)" if s in at and percent else
-                f"{at[s][0]} ({at[s][1]:+.3g})" if s in at else "—" for s in sizes) + " |")
-        parts.append("")
-    return "\n".join(parts)
+    return _tables(table, ["panel", "ordering"], lambda key: f"{key[0]}: {key[1]}",
+                   lambda c: f"{c['verdict']} ({100 * c['margin']:+.1f} pp)" if percent
+                   else f"{c['verdict']} ({c['margin']:+.3g})")
 
 
 def cmd_curves(args: Args) -> int:
