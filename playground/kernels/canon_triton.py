@@ -3,12 +3,20 @@
     y = x + act(conv(x) + bias)        (``residual=False``: y = act(conv(x) + bias))
 
 where conv is the depthwise causal conv of ``playground.layers.canon.causal_conv`` (the
-reference they are tested against). One pass reads x once (the K shifted tiles hit the cache)
-and writes y; the backward writes dx and per-block partial sums of dw / db that torch reduces
-(deterministic, no atomics). Exposed as the custom op ``playground::canon_conv`` with a fake
-implementation and an autograd formula, so ``torch.compile`` traces it without a graph break.
+reference they are tested against). The forward is one pass over [BLOCK_T, BLOCK_C] tiles: it
+reads x once (the K shifted tiles hit the cache) and writes y.
 
-Importing this module needs triton; ``available()`` says whether it can run here.
+The backward is one pass too. Each program takes one block of channels of one sequence and
+walks a strip of its rows in chunks, reading dy and x once and writing dx; with SiLU it
+recomputes z from x in the chunk rather than reading a stored dz. dw and db build up
+elementwise in fp32 registers over the whole strip, and are summed across rows once at the
+end, into one partial row per (sequence, strip) that torch sums: deterministic, no atomics.
+Sequences are split into strips only as far as needed to fill the GPU (``_strips``).
+
+Exposed as the custom op ``playground::canon_conv`` with a fake implementation and an autograd
+formula (the op ``playground::canon_conv_bwd``), so ``torch.compile`` traces it without a graph
+break. Importing this module needs triton; ``playground.kernels.canon_kernel()`` returns the op
+where it can run (triton and CUDA).
 """
 
 from __future__ import annotations
@@ -17,7 +25,14 @@ import torch
 import triton
 import triton.language as tl
 
-BLOCK_T, BLOCK_C = 64, 128  # pinned: no autotuning on a fresh machine (docs/PERFORMANCE.md)
+# Block sizes are pinned: no autotuning on a fresh machine (docs/PERFORMANCE.md).
+BLOCK_T, BLOCK_C = 64, 128  # forward tile
+# Backward: chunks of BWD_BLOCK_T rows × BWD_BLOCK_C channels, small enough that the fp32
+# accumulators (K, +1 with a bias) and the shifted tiles stay in registers: 8 values of each per
+# thread (K=4, bf16, sm_90, Triton 3.6: 128 registers without SiLU, 168 with; no spills).
+BWD_BLOCK_T, BWD_BLOCK_C, BWD_WARPS = 8, 128, 4
+BWD_PROGRAMS_PER_SM = 4  # split sequences into strips until there are this many programs per SM,
+BWD_MIN_STRIP = 4 * BWD_BLOCK_T  # but keep every strip at least this many rows long
 
 
 @triton.jit
@@ -60,45 +75,72 @@ def _fwd_kernel(X, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, AC
 
 
 @triton.jit
-def _dz_kernel(X, W, Bias, DY, DZ, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr,
-               BT: tl.constexpr, BC: tl.constexpr):
-    """dz = dy · silu'(z), z recomputed (only when the activation is SiLU)."""
-    pid_t, pid_c, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    t = pid_t * BT + tl.arange(0, BT)
-    c = pid_c * BC + tl.arange(0, BC)
-    base = b.to(tl.int64) * T * C
-    z, _ = _conv_tile(X, W, Bias, base, t, c, T, C, K, HAS_BIAS, BT, BC)
-    m = (t < T)[:, None] & (c < C)[None, :]
-    dy = tl.load(DY + base + t[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
-    tl.store(DZ + base + t[:, None] * C + c[None, :], dy * _silu_grad(z), mask=m)
-
-
-@triton.jit
-def _bwd_kernel(X, W, DY, DZ, DX, DW, DB, T, C, NT, K: tl.constexpr, RESIDUAL: tl.constexpr,
+def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr,
+                HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
                 BT: tl.constexpr, BC: tl.constexpr):
-    """dx = [dy] + Σ_j w_j dz[t + K-1-j]; partial dw_j = Σ_t dz[t] x[t-(K-1)+j], db = Σ_t dz[t]."""
-    pid_t, pid_c, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    t = pid_t * BT + tl.arange(0, BT)
+    """One program: channels c of sequence b, rows [s·STRIP, (s+1)·STRIP) in chunks of BT.
+
+    dz = dy · silu'(z) with the activation (z recomputed from x), else dy; dx = [dy] +
+    Σ_j w_j dz[t+K-1-j], where the K-1 rows of dz past a chunk (or the strip) are recomputed
+    from dy and x, so programs share nothing.
+    dw_j = Σ_t dz[t] x[t-(K-1)+j] and db = Σ_t dz[t] build up elementwise in fp32 over the
+    strip; the rows are summed once at the end, into this program's partial row."""
+    pid_c, pid = tl.program_id(0), tl.program_id(1)
+    b, s = pid // SPLITS, pid % SPLITS
     c = pid_c * BC + tl.arange(0, BC)
     cm = c < C
     base = b.to(tl.int64) * T * C
-    m = (t < T)[:, None] & cm[None, :]
-    dz = tl.load(DZ + base + t[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
-    dx = tl.zeros((BT, BC), dtype=tl.float32)
-    if RESIDUAL:
-        dx += tl.load(DY + base + t[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
-    part = (b * NT + pid_t).to(tl.int64) * C
+    w = ()  # the taps, one [BC] vector each
+    acc_w = ()  # Σ dz · x shifted, one [BT, BC] accumulator per tap
     for j in tl.static_range(K):
-        wv = tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32)
-        dst = t + (K - 1) - j
-        md = (dst < T)[:, None] & cm[None, :]
-        dx += wv[None, :] * tl.load(DZ + base + dst[:, None] * C + c[None, :], mask=md, other=0.0).to(tl.float32)
-        src = t - (K - 1) + j
-        ms = ((src >= 0) & (src < T))[:, None] & cm[None, :]
-        xs = tl.load(X + base + src[:, None] * C + c[None, :], mask=ms, other=0.0).to(tl.float32)
-        tl.store(DW + (part + c) * K + j, tl.sum(dz * xs, axis=0), mask=cm)
-    tl.store(DB + part + c, tl.sum(dz, axis=0), mask=cm)
-    tl.store(DX + base + t[:, None] * C + c[None, :], dx.to(DX.dtype.element_ty), mask=m)
+        w = w + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
+        acc_w = acc_w + (tl.zeros((BT, BC), dtype=tl.float32),)
+    acc_b = tl.zeros((BT, BC), dtype=tl.float32)
+    bias = tl.zeros((BC,), dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
+    start = s * STRIP
+    for t0 in range(start, tl.minimum(start + STRIP, T), BT):
+        t = t0 + tl.arange(0, BT)
+        # x at rows t-(K-1) .. t (the taps' inputs); with the activation also up to t+K-1
+        xs = ()
+        for o in tl.static_range(2 * K - 1 if ACT else K):
+            r = t - (K - 1) + o
+            m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
+            xv = tl.load(X + base + r[:, None] * C + c[None, :], mask=m, other=0.0)
+            xs = xs + (xv.to(tl.float32),)
+        # dz at rows t+d, d = 0..K-1 (zero past T)
+        dy = tl.zeros((BT, BC), dtype=tl.float32)
+        dz = ()
+        for d in tl.static_range(K):
+            r = t + d
+            m = (r < T)[:, None] & cm[None, :]
+            g = tl.load(DY + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
+            if d == 0:
+                dy = g  # dy at the chunk's own rows, for the residual
+            if ACT:
+                z = tl.zeros((BT, BC), dtype=tl.float32)
+                for j in tl.static_range(K):
+                    z += xs[d + j] * w[j][None, :]
+                if HAS_BIAS:
+                    z += bias[None, :]
+                g = g * _silu_grad(z)
+            dz = dz + (g,)
+        dx = dy if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
+        acc = ()
+        for j in tl.static_range(K):
+            dx += w[j][None, :] * dz[K - 1 - j]
+            acc = acc + (acc_w[j] + dz[0] * xs[j],)
+        acc_w = acc
+        if HAS_BIAS:
+            acc_b += dz[0]
+        m = (t < T)[:, None] & cm[None, :]
+        tl.store(DX + base + t[:, None] * C + c[None, :], dx.to(DX.dtype.element_ty), mask=m)
+    part = pid.to(tl.int64) * C  # this program's partial row
+    for j in tl.static_range(K):
+        tl.store(DW + (part + c) * K + j, tl.sum(acc_w[j], axis=0), mask=cm)
+    if HAS_BIAS:
+        tl.store(DB + part + c, tl.sum(acc_b, axis=0), mask=cm)
 
 
 def _grid(b: int, t: int, c: int) -> tuple[int, int, int]:
@@ -122,25 +164,42 @@ def _(x, w, bias, act, residual):
     return torch.empty_like(x)
 
 
+def _num_sms(device: torch.device) -> int:
+    """Multiprocessors of a CUDA device; elsewhere (Triton's interpreter) an H100's 132."""
+    if device.type != "cuda":
+        return 132
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _strips(b: int, t: int, c: int, device: torch.device) -> tuple[int, int]:
+    """(strips per sequence, rows per strip) for the backward: as many strips as it takes to
+    give BWD_PROGRAMS_PER_SM programs per multiprocessor, but none shorter than BWD_MIN_STRIP
+    rows; a strip is a whole number of chunks. Long sequences and wide layers stay whole."""
+    programs = triton.cdiv(c, BWD_BLOCK_C) * b
+    want = triton.cdiv(BWD_PROGRAMS_PER_SM * _num_sms(device), programs)
+    rows = max(triton.cdiv(t, want), BWD_MIN_STRIP)
+    rows = triton.cdiv(rows, BWD_BLOCK_T) * BWD_BLOCK_T
+    return triton.cdiv(t, rows), rows
+
+
 @torch.library.custom_op("playground::canon_conv_bwd", mutates_args=())
 def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                    act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dx, dw, db) of :func:`canon_conv` (db is zeros when there is no bias)."""
     b, t, c = x.shape
     k = w.shape[1]
-    grid = _grid(b, t, c)
-    dz = dy
-    if act:
-        dz = torch.empty(x.shape, dtype=torch.float32, device=x.device)
-        _dz_kernel[grid](x, w, bias if bias is not None else w, dy, dz, t, c, K=k,
-                         HAS_BIAS=bias is not None, BT=BLOCK_T, BC=BLOCK_C)
-    nt = grid[0]
-    dw_part = torch.empty(b * nt, c, k, dtype=torch.float32, device=x.device)
-    db_part = torch.empty(b * nt, c, dtype=torch.float32, device=x.device)
+    splits, strip = _strips(b, t, c, x.device)
     dx = torch.empty_like(x)
-    _bwd_kernel[grid](x, w, dy, dz, dx, dw_part, db_part, t, c, nt, K=k, RESIDUAL=residual,
-                      BT=BLOCK_T, BC=BLOCK_C)
-    return dx, dw_part.sum(0).to(w.dtype), db_part.sum(0)
+    dw_part = torch.empty(b * splits, c, k, dtype=torch.float32, device=x.device)
+    db_part = dw_part  # a placeholder, not written, without a bias
+    if bias is not None:
+        db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
+    grid = (triton.cdiv(c, BWD_BLOCK_C), b * splits)
+    _bwd_kernel[grid](x, w, bias if bias is not None else w, dy, dx, dw_part, db_part, t, c,
+                      splits, strip, K=k, HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
+                      BT=BWD_BLOCK_T, BC=BWD_BLOCK_C, num_warps=BWD_WARPS)
+    db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
+    return dx, dw_part.sum(0).to(w.dtype), db
 
 
 @canon_conv_bwd.register_fake
