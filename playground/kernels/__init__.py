@@ -1,9 +1,14 @@
 """Optional fast paths. Each is imported only where it can run and is tested equal to its plain
-PyTorch reference (``tests/test_kernels.py``; GPU checks in ``tests/test_gpu.py``)."""
+PyTorch reference (``tests/test_kernels.py``; GPU checks in ``tests/test_gpu.py``).
+
+The ops are looked up once, when this package is imported, so that a compiled forward reads a
+plain module attribute: a cached lookup function called inside it would be traced by dynamo
+(which warns that it ignores the cache wrapper).
+"""
 
 from __future__ import annotations
 
-import functools
+import importlib
 
 
 def _triton_on_cuda() -> bool:
@@ -15,21 +20,20 @@ def _triton_on_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-@functools.cache
-def dynamic_canon_kernel():
-    """The fused low-rank dynamic Canon op (``playground::dynamic_canon``), or None."""
-    if not _triton_on_cuda():
-        return None
-    from playground.kernels.dynamic_canon_triton import dynamic_canon
-
-    return dynamic_canon
+def _load(module: str, name: str):
+    """``playground.kernels.<module>.<name>`` where triton and CUDA are there, else None."""
+    return getattr(importlib.import_module(f"playground.kernels.{module}"), name) if _triton_on_cuda() else None
 
 
-@functools.cache
+_CANON = _load("canon_triton", "canon_conv")
+_DYNAMIC_CANON = _load("dynamic_canon_triton", "dynamic_canon")
+
+
 def canon_kernel():
     """The fused Triton Canon op (``playground::canon_conv``), or None without triton/CUDA."""
-    if not _triton_on_cuda():
-        return None
-    from playground.kernels.canon_triton import canon_conv
+    return _CANON
 
-    return canon_conv
+
+def dynamic_canon_kernel():
+    """The fused low-rank dynamic Canon op (``playground::dynamic_canon``), or None."""
+    return _DYNAMIC_CANON
