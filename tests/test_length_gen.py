@@ -172,3 +172,30 @@ def test_report_draws_metric_versus_scale(make_cfg, tmp_path, one_thread):
 def test_scaled_config_is_a_copy():
     task = task_from("task=depo_tiny")
     assert dataclasses.asdict(task.at_length(2).cfg)["N"] == 2 * task.cfg.N and task.cfg.N == 16
+
+
+def test_committed_mini_length_gen_agrees_with_its_runs():
+    """results/mini/length_gen: every point of the committed table is the mean and standard
+    deviation over the two seeds of the runs' own length_gen.csv, recomputed here from the run
+    directories' names and files alone (not through the report's code)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "results" / "mini"
+    labels = {"rope": "Llama(RoPE)", "rope0.25": "Llama(RoPE¼)", "nope": "Llama(NoPE)", "alibi": "Llama(ALiBi)"}
+    primary = {"mqar": "acc", "depo1": "acc_at_K"}
+    points = {}
+    runs_ = sorted(p for p in (root / "runs" / "length_gen_mini").iterdir() if p.is_dir())
+    assert len(runs_) == 32
+    for run_dir in runs_:
+        task, *_, position, canon, _lr, seed = run_dir.name.split("_")
+        assert '"status": "finished"' in (run_dir / "summary.json").read_text()
+        variant = labels[position] + ("" if canon == "canon-none" else " + Canon-ABCD(res)")
+        rows = pd.read_csv(run_dir / "length_gen.csv")
+        for r in rows[rows["metric"] == primary[task]].itertuples():
+            points.setdefault((variant, r.scale, r.context), []).append(r.value)
+    table = pd.read_csv(root / "length_gen" / "lengthgen.csv")
+    assert len(table) == len(points) == 48
+    for r in table.itertuples():
+        values = points[(r.variant, r.scale, r.context)]
+        assert r.seeds == len(values) == 2
+        assert r.value == pytest.approx(np.mean(values)) and r.spread == pytest.approx(np.std(values, ddof=1))

@@ -47,6 +47,7 @@ def cell_text(value: float, value2: float, status: str, percent: bool = True) ->
 
 
 ARCH_NAMES = {"llama_rope": "Llama(RoPE)", "llama_nope": "Llama(NoPE)", "llama_rope_quarter": "Llama(RoPE¼)",
+              "llama_rope0.5": "Llama(RoPE½)", "llama_alibi": "Llama(ALiBi)", "llama_hard_alibi": "Llama(Hard-ALiBi)",
               "gla": "GLA", "gdn": "GDN", "mamba2": "Mamba2", "mamba2_mlp": "Mamba2-MLP"}
 
 
