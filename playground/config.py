@@ -200,6 +200,9 @@ class TrainConfig:
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
     deterministic: bool = False  # CUDA: deterministic kernels only, for bitwise-repeatable runs (slower)
+    # after the last step, the final model at these multiples of the training context, each task
+    # longer in its own way (RUN/length_gen.csv, as playground-eval RUN eval.length_scales=…)
+    length_scales: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         check(self.steps >= 0, "train.steps", self.steps, "an integer >= 0 (0 = set by the task)")
@@ -216,6 +219,8 @@ class TrainConfig:
         check(0 <= self.warmup_steps and (self.steps == 0 or self.warmup_steps <= self.steps),
               "train.warmup_steps", self.warmup_steps, f"an integer in [0, train.steps={self.steps}]")
         check(self.eval_every >= 0, "train.eval_every", self.eval_every, "an integer >= 0")
+        for scale in self.length_scales:
+            check(scale > 0, "train.length_scales", list(self.length_scales), "numbers > 0, e.g. [1,2,4]")
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")

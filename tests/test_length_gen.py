@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 from conftest import task_from
 from test_lano import TrueModel, small_grammar_task
 
@@ -16,6 +17,7 @@ from playground.config import compose, to_objects
 from playground.errors import ConfigError
 from playground.model import build_model
 from playground.run import evaluate as ev
+from playground.run import rundir as runs
 from playground.run.train import run
 
 TINY = ["task=mqar_tiny", "task.eval_size=16", "size=2L64D", "train.steps=1", "train.batch_size=4",
@@ -58,6 +60,28 @@ def test_cli_writes_length_gen_csv_atomically(make_cfg, tmp_path, monkeypatch, o
     assert sorted(table["scale"].unique()) == [1, 2] and "acc" in set(table["metric"])
     assert not list((tmp_path / "run").glob(".length_gen.csv.*"))  # no temporary left behind
     assert not (tmp_path / "run" / "eval.json").exists()
+
+
+def test_training_writes_length_gen_at_the_end(make_cfg, tmp_path, one_thread):
+    """train.length_scales: the run evaluates its final model at those scales itself (no
+    checkpoint needed afterwards), the same rows playground-eval computes from the checkpoint;
+    the key does not change the run's identity, so finished runs still match their sweep."""
+    summary = run(make_cfg(*TINY, "mixer=rope", "canon=ABCD", "train.eval_batch_size=64",
+                           "train.length_scales=[1,2]"))
+    written = pd.read_csv(tmp_path / "run" / "length_gen.csv")
+    again = pd.DataFrame(ev.length_gen_run(tmp_path / "run", [1, 2], device="cpu"))
+    assert list(written["scale"]) == list(again["scale"]) and list(written["metric"]) == list(again["metric"])
+    assert written["value"].tolist() == pytest.approx(again["value"].tolist())
+    plain = make_cfg(*TINY, "mixer=rope", "canon=ABCD")
+    assert runs.config_hash(OmegaConf.to_container(plain, resolve=True)) == summary["config_hash"]
+
+
+@pytest.mark.parametrize("scales, why", [("[1,2]", "no longer form"), ("[0]", "numbers > 0")])
+def test_bad_training_scales_fail_before_any_compute(scales, why, make_cfg, tmp_path, one_thread):
+    with pytest.raises(ConfigError, match="train.length_scales") as err:
+        run(make_cfg(*TINY, "task=brevo_tiny", f"train.length_scales={scales}"))
+    assert why in str(err.value)
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "1,0", "a", "", "[]", "nan"])

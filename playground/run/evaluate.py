@@ -49,14 +49,14 @@ def parse_scales(text: str) -> list[float]:
     return scales
 
 
-def longer_tasks(task: Task, scales: list[float]) -> list[Task]:
+def longer_tasks(task: Task, scales: list[float], key: str = "eval.length_scales") -> list[Task]:
     """The task at each scale, all built (and their configs checked) before any compute."""
     tasks = []
     for scale in scales:
         try:
             tasks.append(task.at_length(scale))
         except ConfigError as err:
-            raise ConfigError(f"eval.length_scales: the {scale:g}x variant of task "
+            raise ConfigError(f"{key}: the {scale:g}x variant of task "
                               f"{task.cfg.preset!r} is invalid: {err}") from None
     return tasks
 
@@ -89,6 +89,11 @@ def length_gen_run(run_dir: Path, scales: list[float], checkpoint: str = "", eva
     task = build_task(cfg.task)
     tasks = longer_tasks(task, scales)
     model, _ = _model(cfg, task, path, device)
+    return length_gen_rows(model, scales, tasks, batch_size)
+
+
+def length_gen_rows(model, scales: list[float], tasks: list[Task], batch_size: int) -> list[dict]:
+    """Rows (scale, context, metric, value) of ``model`` on each longer task (``longer_tasks``)."""
     rows = []
     for scale, longer in zip(scales, tasks):
         metrics = longer.evaluate(model, longer.eval_examples(), batch_size)

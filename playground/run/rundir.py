@@ -121,7 +121,7 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
 # (the device and train.deterministic change how, so the last bits may differ).
 VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress", "train.resume",
             "train.device", "train.deterministic", "train.eval_batch_size", "data.num_workers",
-            "data.prefetch")
+            "data.prefetch", "train.length_scales")  # the last: an extra evaluation after training
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:

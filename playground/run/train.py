@@ -29,6 +29,7 @@ from playground.cli import fail
 from playground.config import CONF_DIR, Config, register, to_objects, upgrade
 from playground.data.packing import check_fits, count_windows, shard_size
 from playground.errors import ConfigError
+from playground.run import evaluate as ev
 from playground.run import rundir as runs
 from playground.run.device import is_main, teardown, world
 from playground.run.loop import Diverged, Preempted, Trainer
@@ -108,6 +109,8 @@ def run(dcfg: DictConfig) -> dict:
     task = build_task(cfg.task)
     check_fits(task, cfg.data.packing)
     cfg = resolve_steps(cfg, task)
+    scales = list(cfg.train.length_scales)
+    longer = ev.longer_tasks(task, scales, "train.length_scales")  # checked before any compute
     out = Path(cfg.out_dir)
     container = OmegaConf.to_container(dcfg, resolve=True)
     if cfg.train.resume == "auto":
@@ -132,6 +135,9 @@ def run(dcfg: DictConfig) -> dict:
         if main:
             runs.write_json(summary_path, {**base, "status": "running"})
         metrics = train_with_mirror(trainer, cfg, container)
+        if main and scales:
+            rows = ev.length_gen_rows(trainer.model, scales, longer, cfg.train.eval_batch_size)
+            ev.write_length_gen(out / "length_gen.csv", rows)
     except BaseException as err:
         facts = end_facts(trainer) if trainer is not None else {}
         if main:
