@@ -2,7 +2,8 @@
 packages and structured run records (tests/fixtures/report_golden, made from the same run
 directories by that code): every CSV and markdown table of every report command, for runs of
 every backbone, Canon variant and task family the report tells apart. The fixture runs predate
-run records, so this also checks that such runs are read through their config.yaml."""
+run records, so this also checks that such runs are read through their config.yaml. One
+deliberate change since: ALiBi's display label, ``llama_alibi`` -> ``Llama(ALiBi)`` (2026-11-24)."""
 
 from __future__ import annotations
 
