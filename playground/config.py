@@ -219,8 +219,8 @@ class TrainConfig:
         check(0 <= self.warmup_steps and (self.steps == 0 or self.warmup_steps <= self.steps),
               "train.warmup_steps", self.warmup_steps, f"an integer in [0, train.steps={self.steps}]")
         check(self.eval_every >= 0, "train.eval_every", self.eval_every, "an integer >= 0")
-        for scale in self.length_scales:
-            check(scale > 0, "train.length_scales", list(self.length_scales), "numbers > 0, e.g. [1,2,4]")
+        check(all(scale > 0 for scale in self.length_scales), "train.length_scales", list(self.length_scales),
+              "numbers > 0, e.g. [1,2,4]")
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")

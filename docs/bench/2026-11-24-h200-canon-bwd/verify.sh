@@ -1,4 +1,7 @@
 # Verify and measure the Canon backward rewrite (tree = new kernel; .gpu/old = main's), then GDN vs GLA vs Llama.
+# The script as run on the device (2026-11-24). Paths outside the repository: .gpu/setup.sh installed
+# the carried wheels into /tmp/site (docs: the device tool's README); .gpu/old/ held the kernel before
+# the rewrite, i.e. `git show 24611d2:playground/kernels/canon_triton.py` and `…/__init__.py`.
 source .gpu/setup.sh || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 V=/tmp/verify; mkdir -p $V; rm -rf /tmp/vtree; cp -r . /tmp/vtree; cd /tmp/vtree   # own copy: a later run call re-syncs the tree
