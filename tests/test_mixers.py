@@ -380,6 +380,14 @@ def test_cpu_uses_the_reference_and_never_imports_gpu_packages():
     assert not {"fla", "mamba_ssm", "triton"} & (set(sys.modules) - before)
 
 
+def test_the_kernel_check_is_a_constant_to_torch_compile(recwarn):
+    """The mixers ask fla_gated_backward_ok() in their forward: under torch.compile it is one
+    constant (no trace through a cache wrapper, no dynamo warning about it)."""
+    f = torch.compile(lambda x: x * 2 if fast.fla_gated_backward_ok() else x, backend="eager")
+    assert torch.equal(f(torch.ones(3)), torch.full((3,), 2.0 if fast.fla_gated_backward_ok() else 1.0))
+    assert not [w for w in recwarn if "lru_cache" in str(w.message)]
+
+
 def test_restricted_autotune_keeps_the_cheapest_configs():
     cfg = lambda w, s, bk: SimpleNamespace(num_warps=w, num_stages=s, kwargs={"BK": bk})
     configs = [cfg(w, s, bk) for bk in (32, 64) for w in (1, 2, 4, 8) for s in (2, 3, 4)]

@@ -110,8 +110,9 @@ def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=t
         x = torch.randn(batch, context, c, device=device, dtype=dtype, requires_grad=True)
         w = (torch.rand(c, 4, device=device) - 0.5).requires_grad_()
         floor = 5 * x.numel() * x.element_size() / 3.35e12  # read x, dy; write y, dx; re-read x
+        grad = torch.randn_like(x)  # a dense upstream gradient, as in a model (not sum()'s expand)
         for name, fn in backends.items():
-            seconds = _timed(lambda fn=fn, x=x, w=w: fn(x, w).sum().backward(), device, 20, 5)
+            seconds = _timed(lambda fn=fn, x=x, w=w: fn(x, w).backward(grad), device, 50, 10)
             rows.append({"width": c, "backend": name, "us": seconds * 1e6, "floor_us": floor * 1e6})
     return rows
 

@@ -21,6 +21,8 @@ where it can run (triton and CUDA).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -31,7 +33,9 @@ BLOCK_T, BLOCK_C = 64, 128  # forward tile
 # accumulators (K, +1 with a bias) and the shifted tiles stay in registers: 8 values of each per
 # thread (K=4, bf16, sm_90, Triton 3.6: 128 registers without SiLU, 168 with; no spills).
 BWD_BLOCK_T, BWD_BLOCK_C, BWD_WARPS = 8, 128, 4
-BWD_PROGRAMS_PER_SM = 4  # split sequences into strips until there are this many programs per SM,
+# Split sequences into strips until there is one program per SM (more programs with shorter
+# strips measured up to 20 % slower on an H200: docs/bench/2026-11-24-h200-canon-strips/),
+BWD_PROGRAMS_PER_SM = 1
 BWD_MIN_STRIP = 4 * BWD_BLOCK_T  # but keep every strip at least this many rows long
 
 
@@ -164,8 +168,10 @@ def _(x, w, bias, act, residual):
     return torch.empty_like(x)
 
 
+@functools.cache
 def _num_sms(device: torch.device) -> int:
-    """Multiprocessors of a CUDA device; elsewhere (Triton's interpreter) an H100's 132."""
+    """Multiprocessors of a CUDA device; elsewhere (Triton's interpreter) an H100's 132. Cached:
+    the backward asks on every call, and the query costs host time."""
     if device.type != "cuda":
         return 132
     return torch.cuda.get_device_properties(device).multi_processor_count

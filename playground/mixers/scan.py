@@ -302,7 +302,9 @@ def resets_from_segments(segments: torch.Tensor | None) -> torch.Tensor | None:
 def silu_gate_norm(y: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float,
                    gate_first: bool) -> torch.Tensor:
     """RMSNorm over the last axis combined with a SiLU gate: ``norm(y · silu(gate))`` (Mamba2's
-    gated norm, ``gate_first``) or ``norm(y) · silu(gate)`` (GLA's output gate)."""
-    if gate_first:
-        return F.rms_norm(y * F.silu(gate), (y.shape[-1],), weight, eps)
-    return F.rms_norm(y, (y.shape[-1],), weight, eps) * F.silu(gate)
+    gated norm, ``gate_first``) or ``norm(y) · silu(gate)`` (GLA's output gate). The weight
+    takes the input's dtype, which keeps PyTorch's fused kernel under bf16 autocast (as in
+    :mod:`playground.layers.norms`)."""
+    x = y * F.silu(gate) if gate_first else y
+    out = F.rms_norm(x, (x.shape[-1],), weight.to(x.dtype), eps)
+    return out if gate_first else out * F.silu(gate)
