@@ -48,9 +48,6 @@ def available(package: str) -> bool:
     return True
 
 
-_verdicts: dict[str, bool] = {}
-
-
 @torch.compiler.assume_constant_result
 def fla_gated_backward_ok() -> bool:
     """fla refuses its gated chunk backward (``chunk_bwd_dqkwg`` with g: ``simple_gla``, our
@@ -58,11 +55,10 @@ def fla_gated_backward_ok() -> bool:
     Triton miscompiles it (fla issue #640); there the SSD uses the PyTorch path (or mamba_ssm)
     instead, and so does Gated DeltaNet. Checked once; a constant to torch.compile (the mixers
     ask in their forward, and dynamo would trace through an ``lru_cache`` wrapper, warning)."""
-    if "fla_gated" not in _verdicts:
-        _verdicts["fla_gated"] = _fla_gated_backward_ok()
-    return _verdicts["fla_gated"]
+    return _fla_gated_backward_ok()
 
 
+@cache
 def _fla_gated_backward_ok() -> bool:
     if not torch.cuda.is_available() or importlib.util.find_spec("triton") is None:
         return True

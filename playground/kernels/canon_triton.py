@@ -33,8 +33,8 @@ BLOCK_T, BLOCK_C = 64, 128  # forward tile
 # accumulators (K, +1 with a bias) and the shifted tiles stay in registers: 8 values of each per
 # thread (K=4, bf16, sm_90, Triton 3.6: 128 registers without SiLU, 168 with; no spills).
 BWD_BLOCK_T, BWD_BLOCK_C, BWD_WARPS = 8, 128, 4
-# Split sequences into strips until there is one program per SM (more programs with shorter
-# strips measured up to 20 % slower on an H200: docs/bench/2026-11-24-h200-canon-strips/),
+# Split sequences into strips until there is one program per SM (the best overall of 500 launch
+# configurations timed on an H200, docs/bench/2026-11-24-h200-canon-strips/; none wins everywhere),
 BWD_PROGRAMS_PER_SM = 1
 BWD_MIN_STRIP = 4 * BWD_BLOCK_T  # but keep every strip at least this many rows long
 
