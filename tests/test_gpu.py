@@ -38,6 +38,17 @@ def test_canon_cuda_matches_cpu_reference():
         torch.testing.assert_close(b.cpu(), a, rtol=1e-4, atol=1e-4)
 
 
+def test_canon_bench_reports_wall_and_device_time():
+    """``playground-bench canon``: per backend the wall clock and the kernels' own GPU time."""
+    from playground.bench.measure import canon_speed
+
+    rows = canon_speed([256], batch=2, context=100)
+    assert {r["backend"] for r in rows} >= {"torch conv1d (eager)", "torch shifted (compiled)"}
+    for r in rows:
+        assert (r["batch"], r["context"], r["width"]) == (2, 100, 256)
+        assert 0 < r["device_us"] and 0 < r["us"] and r["floor_us"] > 0, r
+
+
 def test_cached_decoding_on_cuda():
     cfg = ModelConfig(n_layers=2, d_model=128, head_dim=64, mixer=AttentionConfig(),
                       canon=CanonConfig(positions="ABCD"))

@@ -9,8 +9,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from omegaconf import OmegaConf
 from conftest import task_from
+from omegaconf import OmegaConf
 from test_lano import TrueModel, small_grammar_task
 
 from playground.config import compose, to_objects

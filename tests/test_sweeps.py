@@ -258,6 +258,10 @@ def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert [p.read_text() for p in summaries] == before
     assert "exit 0" in again.stdout and not any((p.parent / "checkpoints").exists() for p in summaries)
+    (summaries[0].parent / "summary.json").unlink()  # as if that run had been interrupted
+    listed = subprocess.run([*cmd, "dry_run=true"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert "1 of 3 runs to do (2 finished)" in listed
+    assert [line[:7] for line in listed.splitlines() if "playground-train" in line].count("  done ") == 2
 
 
 def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):

@@ -6,7 +6,8 @@ atomically).
   vocabulary (Depo1's by default), built on the meta device (no memory, no compute).
 - ``train``: training tokens/s, MFU and peak memory of a config, and of variants of it with
   ratios to the first (``compare="canon=none | canon=ABCD"``); ``data=real`` uses the loader.
-- ``canon``: Canon layer forward+backward time per backend and width (CUDA).
+- ``canon``: Canon layer forward+backward time per backend and width (CUDA): wall clock per
+  call (what an eager caller pays) and the GPU kernels' own time (profiler).
 - ``data``: generation tokens/s per task and core, loader tokens/s with N workers.
 - ``generate``: a generative evaluation (Brevo1 N=110 by default), cached vs re-run prefix.
 """
@@ -119,9 +120,11 @@ def cmd_train(args: Args) -> None:
 def cmd_canon(args: Args) -> None:
     from playground.bench.measure import canon_speed
 
-    rows = canon_speed([int(w) for w in args.list("widths")])
+    rows = canon_speed([int(w) for w in args.list("widths")], batch=args.int("batch", 1),
+                      context=args.int("context", 1))
     for r in rows:
-        print(f"C={r['width']:5d} {r['backend']:28s} {r['us']:9.1f} us  (floor {r['floor_us']:.0f} us)")
+        print(f"[{r['batch']}, {r['context']}, {r['width']}] {r['backend']:28s} {r['us']:9.1f} us wall, "
+              f"{r['device_us']:9.1f} us on the GPU  (floor {r['floor_us']:.0f} us)")
     _emit(rows, args["json"])
 
 
@@ -153,8 +156,9 @@ COMMANDS = [
                 "compare='canon=none | canon=ABCD' json=docs/bench/canon.json",
                 "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8")),
     Command("canon", "Canon forward+backward time per backend (CUDA)", cmd_canon,
-            {"widths": ("512,768,1536,2304,4096", "channel widths"), **JSON},
-            examples=("playground-bench canon widths=768,2304",)),
+            {"widths": ("512,768,1536,2304,4096", "channel widths"), "batch": ("16", "sequences"),
+             "context": ("2048", "sequence length"), **JSON},
+            examples=("playground-bench canon widths=768,2304", "playground-bench canon batch=64 context=512 widths=512,1536,2688")),
     Command("data", "task generation and loader throughput", cmd_data,
             {"tasks": ("depo1,depo2,brevo1,brevo2,mano,cfg3f,mqar,capo", "task presets"),
              "workers": ("0,8", "loader worker counts"), "seconds": ("10", "seconds per measurement"), **JSON},

@@ -94,8 +94,21 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
             "params": model.param_counts()["total"]}
 
 
+def _device_seconds(fn: Callable[[], object], steps: int) -> float:
+    """GPU seconds per call of ``fn``: the kernels' own time from the profiler (no host time)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / 1e6 / steps
+
+
 def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=torch.bfloat16) -> list[dict]:
-    """Forward + backward time of one Canon layer (kernel 4, residual) per backend and width."""
+    """Forward + backward time of one Canon layer (kernel 4, residual) per backend and width:
+    ``us`` the wall clock per call as an eager caller pays it (host dispatch included),
+    ``device_us`` the GPU kernels' time alone (profiler), ``floor_us`` the memory floor."""
     from playground.kernels import canon_kernel
     from playground.layers.canon import causal_conv, causal_conv_shifted
 
@@ -112,8 +125,11 @@ def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=t
         floor = 5 * x.numel() * x.element_size() / 3.35e12  # read x, dy; write y, dx; re-read x
         grad = torch.randn_like(x)  # a dense upstream gradient, as in a model (not sum()'s expand)
         for name, fn in backends.items():
-            seconds = _timed(lambda fn=fn, x=x, w=w: fn(x, w).backward(grad), device, 50, 10)
-            rows.append({"width": c, "backend": name, "us": seconds * 1e6, "floor_us": floor * 1e6})
+            call = lambda fn=fn, x=x, w=w, g=grad: fn(x, w).backward(g)  # noqa: E731
+            seconds = _timed(call, device, 50, 10)
+            rows.append({"width": c, "batch": batch, "context": context, "backend": name,
+                         "us": seconds * 1e6, "device_us": _device_seconds(call, 20) * 1e6,
+                         "floor_us": floor * 1e6})
     return rows
 
 

@@ -37,8 +37,19 @@ def cmd_sweep(args: Args) -> int:
 
 
 def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
+    """List the runs, each marked ``todo`` or ``done`` (its directory holds a finished summary:
+    the launch would skip it), and how many are left."""
+    from pathlib import Path
+
+    from playground.config import compose
+    from playground.run.train import finished_summary
+
+    done = 0
     for overrides in runs:
-        print("  playground-train " + " ".join(overrides))
+        finished = finished_summary(Path(compose(overrides).out_dir)) is not None
+        done += finished
+        print(("  done " if finished else "  todo ") + "playground-train " + " ".join(overrides))
+    print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
         cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
                "--package", "hydra.launcher"]
