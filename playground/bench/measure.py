@@ -98,7 +98,7 @@ def _device_seconds(fn: Callable[[], object], steps: int) -> float:
     """GPU seconds per call of ``fn``: the kernels' own time from the profiler (no host time)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:
         for _ in range(steps):
             fn()
         torch.cuda.synchronize()

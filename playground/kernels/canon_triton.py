@@ -28,7 +28,9 @@ import triton
 import triton.language as tl
 
 # Block sizes are pinned: no autotuning on a fresh machine (docs/PERFORMANCE.md).
-BLOCK_T, BLOCK_C = 64, 128  # forward tile
+# Forward tile. 16 rows × 128 channels (4 warps) timed 10–15 % faster at all six shapes of
+# docs/bench/2026-11-25-canon-tiles/; it becomes the default once the GPU tests have run with it.
+BLOCK_T, BLOCK_C, FWD_WARPS = 64, 128, 4
 # Backward: chunks of BWD_BLOCK_T rows × BWD_BLOCK_C channels, small enough that the fp32
 # accumulators (K, +1 with a bias) and the shifted tiles stay in registers: 8 values of each per
 # thread (K=4, bf16, sm_90, Triton 3.6: 128 registers without SiLU, 168 with; no spills).
@@ -159,7 +161,7 @@ def canon_conv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, act:
     y = torch.empty_like(x)
     _fwd_kernel[_grid(b, t, c)](x, w, bias if bias is not None else w, y, t, c, K=w.shape[1],
                                 HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
-                                BT=BLOCK_T, BC=BLOCK_C)
+                                BT=BLOCK_T, BC=BLOCK_C, num_warps=FWD_WARPS)
     return y
 
 
