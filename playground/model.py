@@ -94,8 +94,9 @@ class LM(nn.Module):
         losses = [m.aux_loss for m in self._moe if m.aux_loss is not None]
         return torch.stack(losses).sum() if losses else None
 
-    def new_cache(self) -> Cache:
-        return Cache()
+    def new_cache(self, capacity: int | None = None) -> Cache:
+        """An empty decoding cache; ``capacity``: the total length the decoding will reach."""
+        return Cache(capacity)
 
     def forward(self, ids: torch.Tensor, cache: Cache | None = None,
                 valid: torch.Tensor | None = None, segments: torch.Tensor | None = None) -> torch.Tensor:
@@ -187,7 +188,7 @@ def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id,
 
 def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache) -> list[Generation]:
     ids, valid = _left_pad(prompts, pad_id, device)
-    cache = model.new_cache() if use_cache else None
+    cache = model.new_cache(capacity=ids.shape[1] + max_new) if use_cache else None
     padded = not bool(valid.all())
     logits = model(ids, cache, valid if padded else None)[:, -1]
     b = len(prompts)

@@ -18,8 +18,8 @@ class ScriptedModel(nn.Module):
         self.anchor = nn.Parameter(torch.zeros(1))
         self.vocab_size, self.script, self.fallback = vocab_size, script, fallback
 
-    def new_cache(self) -> Cache:
-        cache = Cache()
+    def new_cache(self, capacity: int | None = None) -> Cache:
+        cache = Cache(capacity)
         cache.prompts, cache.produced = None, None  # type: ignore[attr-defined]
         return cache
 

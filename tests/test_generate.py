@@ -73,3 +73,24 @@ def test_sampling_follows_the_model_distribution():
     keep = expected >= 5
     chi2 = (((counts - expected) ** 2 / expected)[keep]).sum()
     assert chi2 < 60  # far above the 99.9% quantile for ~22 degrees of freedom is ~49
+
+
+def test_a_cache_with_capacity_allocates_its_buffers_once_and_decodes_the_same():
+    """``new_cache(capacity=n)``: each attention layer's key/value buffer is allocated once at n
+    slots (no growth by doubling, whose copy briefly holds both buffers); the logits are those of
+    a cache without capacity."""
+    model = tiny("ABCD", "rope")
+    ids = torch.tensor([[1, 5, 7, 2, 9, 3, 3, 8, 6, 4]])
+    layers = [b.mixer for b in model.blocks]
+    with torch.no_grad():
+        logits, buffers = {}, {}
+        for capacity in (None, 10):
+            cache = model.new_cache(capacity=capacity)
+            steps = [model(ids[:, :3], cache)]
+            first = [cache.get(m).data_ptr() for m in layers]
+            steps += [model(ids[:, i : i + 1], cache) for i in range(3, 10)]
+            logits[capacity] = torch.cat(steps, 1)
+            buffers[capacity] = ([cache.get(m).shape[3] for m in layers], first == [cache.get(m).data_ptr() for m in layers])
+    torch.testing.assert_close(logits[10], logits[None], rtol=0, atol=0)
+    assert buffers[10] == ([10] * len(layers), True)
+    assert buffers[None][0] == [12] * len(layers) and not buffers[None][1]  # 3 → 6 → 12 slots

@@ -158,8 +158,8 @@ class TrueModel(nn.Module):
         self.anchor = nn.Parameter(torch.zeros(1))
         self.task, self.uniform = task, uniform
 
-    def new_cache(self) -> Cache:
-        cache = Cache()
+    def new_cache(self, capacity: int | None = None) -> Cache:
+        cache = Cache(capacity)
         cache.history = None  # type: ignore[attr-defined]
         return cache
 

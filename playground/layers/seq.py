@@ -22,9 +22,12 @@ from torch import nn
 
 class Cache:
     """Decoding state of every stateful layer (KV cache, conv tails, recurrent state), keyed by
-    the layer itself, plus the timeline length, each row's next position and the valid mask."""
+    the layer itself, plus the timeline length, each row's next position and the valid mask.
+    ``capacity``: the timeline length the decoding will reach, when known — key/value buffers are
+    then allocated once at that size instead of growing by doubling (less memory at the peak)."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = capacity
         self.length = 0
         self.next_pos: torch.Tensor | None = None  # [B]
         self.key_valid: torch.Tensor | None = None  # [B, length]

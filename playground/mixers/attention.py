@@ -97,12 +97,14 @@ class Attention(nn.Module):
         return {"attn_mask": with_distance_bias(self.bias, allowed, dist, self.n_heads)}
 
     def _extend_cache(self, seq, k: torch.Tensor, v: torch.Tensor):
-        """Write this call's keys/values at slots [offset, offset+T) of a buffer that grows by
-        doubling, so a decoding step costs no copy of the whole history."""
+        """Write this call's keys/values at slots [offset, offset+T) of a buffer allocated at the
+        cache's capacity when it has one, else grown by doubling, so a decoding step costs no
+        copy of the whole history."""
         end = seq.offset + k.shape[2]
         buf = seq.cache.get(self)
         if buf is None or buf.shape[3] < end:
-            grown = k.new_zeros(2, *k.shape[:2], max(end, 2 * (0 if buf is None else buf.shape[3])), k.shape[3])
+            size = max(end, seq.cache.capacity or 0) if buf is None else max(end, 2 * buf.shape[3])
+            grown = k.new_zeros(2, *k.shape[:2], size, k.shape[3])
             if buf is not None:
                 grown[:, :, :, : seq.offset] = buf[:, :, :, : seq.offset]
             buf = grown
