@@ -120,7 +120,7 @@ def tools() -> dict:
     from playground.sweep.cli import main as sweep
 
     return {"playground-data": (data, ["show", "dump", "stats"]), "playground-report": (report, ["heatmap", "depth", "table", "site"]),
-            "playground-bench": (bench, ["params", "train", "canon", "data", "generate"]),
+            "playground-bench": (bench, ["params", "train", "table", "canon", "data", "generate"]),
             "playground-grammar": (grammar, ["sample", "check", "random"]), "playground-sweep": (sweep, []),
             "playground-eval": (evaluate, [])}
 

@@ -6,6 +6,10 @@ atomically).
   vocabulary (Depo1's by default), built on the meta device (no memory, no compute).
 - ``train``: training tokens/s, MFU and peak memory of a config, and of variants of it with
   ratios to the first (``compare="canon=none | canon=ABCD"``); ``data=real`` uses the loader.
+- ``table``: the performance table of docs/PERFORMANCE.md — every backbone with and without
+  Canon (``measure.TABLE_ROWS``) at the paper's four sizes and the mini recipe
+  (``measure.TABLE_COLUMNS``): tokens/s, MFU, peak memory, × its no-Canon twin, × compiled Llama;
+  resumable through its JSON file.
 - ``canon``: Canon layer forward+backward time per backend and width (CUDA): wall clock per
   call (what an eager caller pays) and the GPU kernels' own time (profiler).
 - ``data``: generation tokens/s per task and core, loader tokens/s with N workers.
@@ -22,7 +26,7 @@ from typing import Any
 
 import torch
 
-from playground.cli import Args, Command, write_json
+from playground.cli import Args, Command, atomic_write, write_json
 from playground.cli import main as cli_main
 from playground.config import PAPER_SIZES, CanonConfig, ModelConfig, size_preset
 from playground.mixers.attention import AttentionConfig
@@ -117,6 +121,18 @@ def cmd_train(args: Args) -> None:
     _emit(results, args["json"])
 
 
+def cmd_table(args: Args) -> None:
+    from playground.bench.measure import TABLE_COLUMNS, TABLE_ROWS, bench_table, table_markdown
+
+    rows, cols = args.list("rows") or list(TABLE_ROWS), args.list("cols") or list(TABLE_COLUMNS)
+    path = Path(args["json"]) if args["json"] else None
+    cells = bench_table(rows, cols, args.overrides, args.int("steps", 1), args.int("warmup"), path)
+    table = table_markdown(cells)
+    print(table)
+    if args["md"]:
+        atomic_write(Path(args["md"]), (table + "\n").encode())
+
+
 def cmd_canon(args: Args) -> None:
     from playground.bench.measure import canon_speed
 
@@ -155,6 +171,18 @@ COMMANDS = [
                 "playground-bench train task=depo1 size=12L768D train.batch_size=16 train.compile=true "
                 "compare='canon=none | canon=ABCD' json=docs/bench/canon.json",
                 "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8")),
+    Command("table", "the performance table: backbones ± Canon × the paper's sizes and the mini recipe",
+            cmd_table,
+            {"rows": ("", "row keys (default all: llama, llama_canon, gla, gla_canon, gdn, gdn_canon, mamba2, "
+                          "mamba2_canon)"),
+             "cols": ("", "column keys (default all: 8L512D, 8L768D, 12L512D, 12L768D, mini)"),
+             "steps": ("20", "timed steps per cell"), "warmup": ("5", "untimed steps first"),
+             "json": ("", "the cells as JSON, rewritten after each one; cells already there are kept, "
+                          "not measured again"),
+             "md": ("", "also write the markdown table here")},
+            overrides=(), examples=(
+                "playground-bench table json=docs/bench/table.json md=docs/bench/table.md",
+                "playground-bench table rows=llama,llama_canon cols=mini,12L768D json=t.json")),
     Command("canon", "Canon forward+backward time per backend (CUDA)", cmd_canon,
             {"widths": ("512,768,1536,2304,4096", "channel widths"), "batch": ("16", "sequences"),
              "context": ("2048", "sequence length"), **JSON},

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import resolve_packing, shard_size
+from playground.errors import ConfigError
 from playground.run.device import device_for, loader_workers
 from playground.run.loop import make_optimizer, train_step
 from playground.tasks import build_task
@@ -92,6 +94,94 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "params": model.param_counts()["total"]}
+
+
+# The performance table (``playground-bench table``): rows are backbones with and without Canon,
+# each an override list and the key of its no-Canon twin; columns are the paper's four sizes at
+# context 2048 and the mini recipe. One authority for what docs/PERFORMANCE.md's table measures.
+TABLE_ROWS: dict[str, tuple[str, str, str | None]] = {
+    "llama": ("Llama (RoPE)", "mixer=rope canon=none train.compile=true", None),
+    "llama_canon": ("Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
+    "gla": ("GLA", "mixer=gla canon=none", None),
+    "gla_canon": ("GLA + Canon-ABCD", "mixer=gla canon=ABCD", "gla"),
+    "gdn": ("GDN (its conv)", "mixer=gdn canon=none train.compile=true", None),
+    "gdn_canon": ("GDN (no conv) + Canon-ABCD", "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
+    "mamba2": ("Mamba2 (2× layers, no MLP)", "model=mamba2 mixer=mamba2 canon=none", None),
+    "mamba2_canon": ("Mamba2 (no conv1d) + Canon-AB (no res)",
+                     "model=mamba2 mixer=mamba2_noconv1d canon=AB_nores", "mamba2"),
+}
+TABLE_COLUMNS: dict[str, str] = {
+    **{size: f"task=depo1 size={size} train.batch_size=16" for size in ("8L512D", "8L768D", "12L512D", "12L768D")},
+    "mini": "task=depo1_K4 task.context=512 task.N=25 size=8L512D train=paper train.batch_size=64",
+}
+
+
+def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: int, warmup: int,
+                path: Path | None = None) -> list[dict]:
+    """Measure every (column, row) cell with :func:`train_speed`, in column order, adding its step
+    time over its no-Canon twin's and over compiled Llama's in the same column. With ``path``,
+    the results so far are rewritten there (atomically) after every cell, and cells already in
+    that file are not measured again, so a table can be filled over several calls. A cell that
+    fails (e.g. out of memory) is recorded with its error and the table goes on."""
+    from playground.cli import read_json, write_json
+
+    for keys, known, what in ((rows, TABLE_ROWS, "rows"), (columns, TABLE_COLUMNS, "cols")):
+        for key in keys:
+            if key not in known:
+                raise ConfigError(f"{what}={key!r} is invalid: expected one of {', '.join(known)}")
+    cells = {(c, r): [*TABLE_COLUMNS[c].split(), *TABLE_ROWS[r][1].split(), *extra] for c in columns for r in rows}
+    for overrides in cells.values():  # every cell's config is checked before anything is measured
+        to_objects(compose([*BENCH_DEFAULTS, *overrides]))
+    done = {(r["column"], r["row"]): r for r in (read_json(path) if path and path.exists() else [])}
+    for (col, row), overrides in cells.items():
+        if (col, row) not in done:
+            label, _, twin = TABLE_ROWS[row]
+            cell = {"column": col, "row": row, "label": label, "twin": twin}
+            try:
+                cell |= train_speed(overrides, steps, warmup)
+            except Exception as err:  # noqa: BLE001 — recorded in the table, the next cell runs
+                cell["error"] = f"{type(err).__name__}: {err}"[:500]
+            done[(col, row)] = cell
+            _release_memory()
+            if path:
+                write_json(path, _with_ratios(done))
+    return _with_ratios(done)
+
+
+def _release_memory() -> None:
+    torch._dynamo.reset()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _with_ratios(cells: dict[tuple[str, str], dict]) -> list[dict]:
+    """Each cell with ``x_twin`` and ``x_llama``: step time over its twin's / Llama's (the row
+    ``llama``: compiled in the table's own rows)."""
+    out = []
+    for (col, _), cell in cells.items():
+        cell = dict(cell)
+        for name, other in (("x_twin", cell["twin"]), ("x_llama", "llama")):
+            ref = cells.get((col, other)) if other else None
+            ok = ref is not None and "step_s" in ref and "step_s" in cell
+            cell[name] = cell["step_s"] / ref["step_s"] if ok else None
+        out.append(cell)
+    return out
+
+
+def table_markdown(cells: list[dict]) -> str:
+    """The table as markdown: one line per cell, the columns' cells together."""
+    lines = ["| config | model | tokens/s | MFU | peak memory | × no-Canon twin | × Llama |",
+             "|---|---|---|---|---|---|---|"]
+    fmt = lambda v, f: "—" if v is None else f.format(v)  # noqa: E731
+    for c in cells:
+        if "error" in c:
+            lines.append(f"| {c['column']} | {c['label']} | failed: {c['error'][:80]} | | | | |")
+            continue
+        how = "compiled" if c["compile"] else "eager"
+        lines.append(f"| {c['column']} | {c['label']}, {how} | {c['tokens_per_s']:,.0f} | {fmt(c['mfu'], '{:.1%}')} | "
+                     f"{fmt(c['peak_memory_gib'], '{:.1f} GiB')} | {fmt(c['x_twin'], '×{:.2f}')} | "
+                     f"{fmt(c['x_llama'], '×{:.2f}')} |")
+    return "\n".join(lines)
 
 
 def _device_seconds(fn: Callable[[], object], steps: int) -> float:

@@ -1,0 +1,58 @@
+"""``playground-bench table``: the performance table's cells, ratios, resume and bad input (CPU,
+tiny models; the real table is measured on a GPU, docs/PERFORMANCE.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from playground.bench import measure
+from playground.bench.cli import main
+from playground.errors import ConfigError
+
+TINY = "task=depo_tiny size=2L64D train.batch_size=2"
+
+
+@pytest.fixture
+def tiny_column(monkeypatch):
+    monkeypatch.setitem(measure.TABLE_COLUMNS, "tiny", TINY)
+
+
+def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_path, monkeypatch, capsys):
+    path, md = tmp_path / "table.json", tmp_path / "table.md"
+    main(["table", "rows=llama,llama_canon", "cols=tiny", "steps=1", "warmup=0", f"json={path}", f"md={md}",
+          "train.compile=false"])
+    cells = {c["row"]: c for c in json.loads(path.read_text())}
+    assert set(cells) == {"llama", "llama_canon"} and all(c["column"] == "tiny" for c in cells.values())
+    llama, canon = cells["llama"], cells["llama_canon"]
+    assert llama["x_llama"] == 1 and llama["x_twin"] is None
+    assert canon["x_twin"] == pytest.approx(canon["step_s"] / llama["step_s"]) == pytest.approx(canon["x_llama"])
+    assert canon["params"] > llama["params"] and "canon=ABCD" in canon["overrides"]
+    lines = md.read_text().splitlines()
+    assert lines[2].startswith("| tiny | Llama (RoPE), eager | ") and lines[3].startswith("| tiny | Llama + Canon-ABCD, eager")
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("CUDA out of memory (pretend)")
+
+    monkeypatch.setattr(measure, "train_speed", broken)
+    before = path.read_text()
+    main(["table", "rows=llama,llama_canon", "cols=tiny", f"json={path}", "train.compile=false"])
+    assert path.read_text() == before  # both cells were there: nothing measured again
+    main(["table", "rows=llama,gla", "cols=tiny", f"json={path}", f"md={md}", "train.compile=false"])
+    cells = {c["row"]: c for c in json.loads(path.read_text())}
+    assert cells["gla"]["error"] == "RuntimeError: CUDA out of memory (pretend)" and "step_s" in cells["llama"]
+    assert "| tiny | GLA | failed: RuntimeError: CUDA out of memory (pretend) |" in md.read_text()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("rows,cols,extra,key", [(["llama", "transformer"], ["tiny"], [], "rows='transformer'"),
+                                                 (["llama"], ["tiny", "huge"], [], "cols='huge'"),
+                                                 (["llama"], ["tiny"], ["train.lr=fast"], "train.lr")])
+def test_table_refuses_bad_input_before_measuring(tiny_column, monkeypatch, capsys, rows, cols, extra, key):
+    monkeypatch.setattr(measure, "train_speed", lambda *a, **k: pytest.fail("measured before checking"))
+    with pytest.raises(ConfigError, match=key):
+        measure.bench_table(rows, cols, extra, steps=1, warmup=0)
+    with pytest.raises(SystemExit):  # the command line says the same, on stderr
+        main(["table", f"rows={','.join(rows)}", f"cols={','.join(cols)}", *extra])
+    assert key in capsys.readouterr().err
