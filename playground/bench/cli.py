@@ -20,60 +20,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import torch
 
 from playground.cli import Args, Command, atomic_write, write_json
 from playground.cli import main as cli_main
-from playground.config import PAPER_SIZES, CanonConfig, ModelConfig, size_preset
-from playground.mixers.attention import AttentionConfig
-from playground.mixers.gated_deltanet import GDNConfig
-from playground.mixers.gla import GLAConfig
-from playground.mixers.mamba2 import Mamba2Config
-from playground.model import build_model
-
-
-@dataclass
-class Backbone:
-    label: str
-    mixer: Any
-    canon: str = ""
-    mlp: str = "swiglu"
-    depth: int = 1
-    canon_kw: dict = field(default_factory=dict)
-
-
-BACKBONES = [
-    Backbone("Llama (RoPE)", AttentionConfig()),
-    Backbone("Llama + Canon-ABCD", AttentionConfig(), canon="ABCD"),
-    Backbone("GLA", GLAConfig()),
-    Backbone("GLA + Canon-ABCD", GLAConfig(), canon="ABCD"),
-    Backbone("GDN", GDNConfig()),
-    Backbone("GDN (no conv) + Canon-ABCD", GDNConfig(conv="none"), canon="ABCD"),
-    Backbone("Mamba2 (2× layers, no MLP)", Mamba2Config(), mlp="none", depth=2),
-    Backbone("Mamba2 + Canon-AB(no-res)", Mamba2Config(conv="none"), canon="AB", mlp="none", depth=2,
-             canon_kw={"residual": False}),
-    Backbone("Mamba2-mlp", Mamba2Config()),
-    Backbone("Mamba2-mlp, expand 1.5", Mamba2Config(expand=1.5)),
-]
-
-
-def count_params(b: Backbone, size: str, vocab: int) -> tuple[int, int]:
-    """(total parameters, number of blocks) of backbone ``b`` at a size preset."""
-    preset = size_preset(size)
-    cfg = ModelConfig(n_layers=preset["n_layers"], d_model=preset["d_model"], head_dim=preset["head_dim"],
-                      mlp=b.mlp, depth_multiplier=b.depth, mixer=b.mixer,
-                      canon=CanonConfig(positions=b.canon, **b.canon_kw))
-    with torch.device("meta"):
-        model = build_model(cfg, vocab)
-    return model.param_counts()["total"], len(model.blocks)
+from playground.config import PAPER_SIZES
 
 
 def params_table(vocab: int, sizes: Sequence[str] = PAPER_SIZES) -> str:
     """A markdown table: parameters per backbone and size, and the ratio to Llama's."""
+    from playground.bench.measure import BACKBONES, count_params
+
     rows = ["| model | " + " | ".join(sizes) + " |", "|---|" + "---|" * len(sizes)]
     llama = {s: count_params(BACKBONES[0], s, vocab)[0] for s in sizes}
     for b in BACKBONES:
@@ -173,9 +130,10 @@ COMMANDS = [
                 "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8")),
     Command("table", "the performance table: backbones ± Canon × the paper's sizes and the mini recipe",
             cmd_table,
-            {"rows": ("", "row keys (default all: llama, llama_canon, gla, gla_canon, gdn, gdn_canon, mamba2, "
-                          "mamba2_canon)"),
-             "cols": ("", "column keys (default all: 8L512D, 8L768D, 12L512D, 12L768D, mini)"),
+            {"rows": ("", "backbone keys, e.g. llama,llama_canon (default: every row of "
+                          "playground.bench.measure.TABLE_ROWS)"),
+             "cols": ("", "column keys, e.g. mini,12L768D (default: every one of TABLE_COLUMNS: the paper's "
+                          "four sizes and the mini recipe)"),
              "steps": ("20", "timed steps per cell"), "warmup": ("5", "untimed steps first"),
              "json": ("", "the cells as JSON, rewritten after each one; cells already there are kept, "
                           "not measured again"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -96,24 +97,52 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
             "params": model.param_counts()["total"]}
 
 
-# The performance table (``playground-bench table``): rows are backbones with and without Canon,
-# each an override list and the key of its no-Canon twin; columns are the paper's four sizes at
-# context 2048 and the mini recipe. One authority for what docs/PERFORMANCE.md's table measures.
-TABLE_ROWS: dict[str, tuple[str, str, str | None]] = {
-    "llama": ("Llama (RoPE)", "mixer=rope canon=none train.compile=true", None),
-    "llama_canon": ("Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
-    "gla": ("GLA", "mixer=gla canon=none", None),
-    "gla_canon": ("GLA + Canon-ABCD", "mixer=gla canon=ABCD", "gla"),
-    "gdn": ("GDN (its conv)", "mixer=gdn canon=none train.compile=true", None),
-    "gdn_canon": ("GDN (no conv) + Canon-ABCD", "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
-    "mamba2": ("Mamba2 (2× layers, no MLP)", "model=mamba2 mixer=mamba2 canon=none", None),
-    "mamba2_canon": ("Mamba2 (no conv1d) + Canon-AB (no res)",
-                     "model=mamba2 mixer=mamba2_noconv1d canon=AB_nores", "mamba2"),
-}
+@dataclass(frozen=True)
+class Backbone:
+    """A backbone of the bench's tables: the config overrides that select it and, for a Canon
+    variant, the key of its no-Canon twin. ``speed``: a row of the performance table too (every
+    backbone is a row of the parameter table)."""
+
+    key: str
+    label: str
+    overrides: str
+    twin: str | None = None
+    speed: bool = True
+
+
+# The one list of backbones that ``playground-bench params`` counts and ``playground-bench table``
+# times (rows: backbones with and without Canon; columns: the paper's four sizes at context 2048
+# and the mini recipe) — what docs/PERFORMANCE.md's table measures.
+BACKBONES = [
+    Backbone("llama", "Llama (RoPE)", "mixer=rope canon=none train.compile=true"),
+    Backbone("llama_canon", "Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
+    Backbone("gla", "GLA", "mixer=gla canon=none"),
+    Backbone("gla_canon", "GLA + Canon-ABCD", "mixer=gla canon=ABCD", "gla"),
+    Backbone("gdn", "GDN", "mixer=gdn canon=none train.compile=true"),
+    Backbone("gdn_canon", "GDN (no conv) + Canon-ABCD", "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
+    Backbone("mamba2", "Mamba2 (2× layers, no MLP)", "model=mamba2 mixer=mamba2 canon=none"),
+    Backbone("mamba2_canon", "Mamba2 + Canon-AB(no-res)", "model=mamba2 mixer=mamba2_noconv1d canon=AB_nores",
+             "mamba2"),
+    Backbone("mamba2_mlp", "Mamba2-mlp", "model=mamba2_mlp mixer=mamba2 canon=none", speed=False),
+    Backbone("mamba2_mlp_expand1.5", "Mamba2-mlp, expand 1.5",
+             "model=mamba2_mlp mixer=mamba2 model.mixer.expand=1.5 canon=none", speed=False),
+]
+TABLE_ROWS = {b.key: b for b in BACKBONES if b.speed}
 TABLE_COLUMNS: dict[str, str] = {
     **{size: f"task=depo1 size={size} train.batch_size=16" for size in ("8L512D", "8L768D", "12L512D", "12L768D")},
     "mini": "task=depo1_K4 task.context=512 task.N=25 size=8L512D train=paper train.batch_size=64",
 }
+
+
+def count_params(b: Backbone, size: str, vocab: int) -> tuple[int, int]:
+    """(total parameters, number of blocks) of backbone ``b`` at a size preset, built from the
+    config that its overrides compose (as a run would) on the meta device."""
+    from playground.model import build_model
+
+    cfg = to_objects(compose([*b.overrides.split(), f"size={size}"])).model
+    with torch.device("meta"):
+        model = build_model(cfg, vocab)
+    return model.param_counts()["total"], len(model.blocks)
 
 
 def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: int, warmup: int,
@@ -129,14 +158,13 @@ def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: in
         for key in keys:
             if key not in known:
                 raise ConfigError(f"{what}={key!r} is invalid: expected one of {', '.join(known)}")
-    cells = {(c, r): [*TABLE_COLUMNS[c].split(), *TABLE_ROWS[r][1].split(), *extra] for c in columns for r in rows}
+    cells = {(c, r): [*TABLE_COLUMNS[c].split(), *TABLE_ROWS[r].overrides.split(), *extra] for c in columns for r in rows}
     for overrides in cells.values():  # every cell's config is checked before anything is measured
         to_objects(compose([*BENCH_DEFAULTS, *overrides]))
     done = {(r["column"], r["row"]): r for r in (read_json(path) if path and path.exists() else [])}
     for (col, row), overrides in cells.items():
         if (col, row) not in done:
-            label, _, twin = TABLE_ROWS[row]
-            cell = {"column": col, "row": row, "label": label, "twin": twin}
+            cell = {"column": col, "row": row, "label": TABLE_ROWS[row].label, "twin": TABLE_ROWS[row].twin}
             try:
                 cell |= train_speed(overrides, steps, warmup)
             except Exception as err:  # noqa: BLE001 — recorded in the table, the next cell runs
