@@ -19,7 +19,7 @@ import torch
 from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import resolve_packing, shard_size
-from playground.errors import ConfigError
+from playground.errors import check
 from playground.run.device import device_for, loader_workers
 from playground.run.loop import make_optimizer, train_step
 from playground.tasks import build_task
@@ -156,8 +156,7 @@ def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: in
 
     for keys, known, what in ((rows, TABLE_ROWS, "rows"), (columns, TABLE_COLUMNS, "cols")):
         for key in keys:
-            if key not in known:
-                raise ConfigError(f"{what}={key!r} is invalid: expected one of {', '.join(known)}")
+            check(key in known, what, key, f"one of {', '.join(known)}")
     cells = {(c, r): [*TABLE_COLUMNS[c].split(), *TABLE_ROWS[r].overrides.split(), *extra] for c in columns for r in rows}
     for overrides in cells.values():  # every cell's config is checked before anything is measured
         to_objects(compose([*BENCH_DEFAULTS, *overrides]))
