@@ -28,9 +28,9 @@ import triton
 import triton.language as tl
 
 # Block sizes are pinned: no autotuning on a fresh machine (docs/PERFORMANCE.md).
-# Forward tile. 16 rows × 128 channels (4 warps) timed 10–15 % faster at all six shapes of
-# docs/bench/2026-11-25-canon-tiles/; it becomes the default once the GPU tests have run with it.
-BLOCK_T, BLOCK_C, FWD_WARPS = 64, 128, 4
+# Forward tile: 16 rows × 128 channels, 4 warps — the fastest of 32 tiles at all six shapes of
+# docs/bench/2026-11-25-canon-tiles/ (10–15 % below the 64-row tile used before).
+BLOCK_T, BLOCK_C, FWD_WARPS = 16, 128, 4
 # Backward: chunks of BWD_BLOCK_T rows × BWD_BLOCK_C channels, small enough that the fp32
 # accumulators (K, +1 with a bias) and the shifted tiles stay in registers: 8 values of each per
 # thread (K=4, bf16, sm_90, Triton 3.6: 128 registers without SiLU, 168 with; no spills).
