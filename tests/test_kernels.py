@@ -1,6 +1,9 @@
 """Fast kernels against their plain PyTorch references (outputs and gradients). On a GPU they
 run natively (``-m gpu``); where triton is installed without a GPU, the Triton interpreter runs
-them on the CPU (slow, so tiny shapes)."""
+them on the CPU (slow, so tiny shapes). Triton 3.6.0's interpreter needs numpy < 2.4 (with 2.4 every
+kernel with a loop over a runtime bound fails: "only 0-dimensional arrays can be converted to
+Python scalars"): ``pip install triton==3.6.0 'numpy<2.4'`` in a separate environment, then
+``pytest tests/test_kernels.py -k interpreter``."""
 
 from __future__ import annotations
 
