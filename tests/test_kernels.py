@@ -12,6 +12,7 @@ import itertools
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import torch
@@ -67,6 +68,80 @@ def test_canon_triton_interpreter_matches_reference(chunks):
                     "    t.compare(m.canon_conv, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
 
 
+# Canon-D fused with SwiGLU: (B, T, 2H, K), the same variants
+GLU_CASES = list(itertools.product([(2, 70, 2 * 65, 4), (1, 45, 2 * 7, 2), (1, 5, 2 * 3, 3), (2, 33, 2 * 64, 1)],
+                                   [False, True], [True, False], [False, True]))
+
+
+def glu_reference(u, w, b, act, residual):
+    gate, up = reference(u, w, b, act, residual).chunk(2, dim=-1)
+    return torch.nn.functional.silu(gate) * up
+
+
+def compare_glu(op, device, dtype, shape, act, residual, bias, tol):
+    b_, t, c, k = shape
+    g = torch.Generator().manual_seed(sum(shape) + 1)
+    u = torch.randn(b_, t, c, generator=g).to(device, dtype).requires_grad_()
+    w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
+    b = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
+    gh = torch.randn(b_, t, c // 2, generator=g).to(device, dtype)
+    inputs = [u, w] + ([b] if bias else [])
+    assert_same(lambda *v: op(v[0], v[1], v[2] if bias else None, act, residual),
+                lambda *v: glu_reference(v[0], v[1], v[2] if bias else None, act, residual), inputs, gh, tol)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+@pytest.mark.parametrize("chunks", [3, 10**6], ids=["strips_of_3_chunks", "whole_sequences"])
+def test_canon_glu_interpreter_matches_reference(chunks):
+    """Canon-D fused with SwiGLU: h, du, dw and db in fp32 against Canon then silu(gate)·up."""
+    run_interpreted("from playground.kernels import canon_triton as m\n"
+                    f"m.BWD_MIN_STRIP = {chunks} * m.BWD_BLOCK_T\n"
+                    "for shape, act, res, bias in t.GLU_CASES:\n"
+                    "    t.compare_glu(m.canon_glu, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
+
+
+INT_ARGS = {"T", "C", "H", "SPLITS", "STRIP"}
+FP32_ARGS = {"W", "Bias", "DW", "DB"}
+
+
+def hopper_usage(fn, constexprs: dict, warps: int) -> dict[str, int]:
+    """Compile a Canon kernel for sm_90 (bf16 activations, fp32 taps) without a GPU and read its
+    resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships."""
+    import re
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS else
+           "*fp32" if p.name in FP32_ARGS else "*bf16" for p in fn.params}
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    return {k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", out)}
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_canon_kernels_compile_for_hopper_without_spills():
+    """Every Canon kernel variant compiles for sm_90 at its pinned launch shape with no spill to
+    local memory (no GPU needed: a kernel change is checked before device time is spent)."""
+    from playground.kernels import canon_triton as m
+
+    fwd = {"BT": m.BLOCK_T, "BC": m.BLOCK_C}
+    bwd = {"BT": m.BWD_BLOCK_T, "BC": m.BWD_BLOCK_C}
+    kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
+               (m._glu_fwd_kernel, {**fwd, "BC": m.GLU_BLOCK_C}, m.FWD_WARPS),
+               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BLOCK_C}, m.BWD_WARPS)]
+    for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
+        print(fn.__name__, act, residual, bias, usage)
+        assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+
+
 def run_interpreted(code: str) -> None:
     """Runs ``code`` (with ``torch`` and this module as ``t``) in a subprocess under Triton's CPU
     interpreter: TRITON_INTERPRET must be set before triton is imported."""
@@ -88,6 +163,19 @@ def test_canon_triton_gpu_matches_reference(width, dtype, act, residual, bias):
     op = canon_kernel()
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare(op, "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("width", [2 * 1344, 2 * 2048, 2 * 100])  # SwiGLU's 2·ff at d = 512, 768; a ragged one
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
+def test_canon_glu_gpu_matches_reference(width, dtype, act, residual, bias):
+    from playground.kernels import canon_glu_kernel
+
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    compare_glu(canon_glu_kernel(), "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
+    compare_glu(canon_glu_kernel(), "cuda", dtype, (1, 77, width, 4), act, residual, bias, tol)
 
 
 DYN_CASES = list(itertools.product([(2, 70, 130, 4, 8), (1, 5, 7, 3, 4), (2, 33, 64, 1, 16)], [True, False]))
@@ -131,10 +219,12 @@ def test_dynamic_canon_triton_gpu_matches_reference(width, dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_canon_triton_compiles_without_graph_breaks():
-    from playground.kernels import canon_kernel
+    from playground.kernels import canon_glu_kernel, canon_kernel
 
-    op = canon_kernel()
+    op, glu = canon_kernel(), canon_glu_kernel()
     fn = torch.compile(lambda x, w: op(x, w, None, False, True) * 2, fullgraph=True)
     x = torch.randn(2, 64, 256, device="cuda")
     w = torch.randn(256, 4, device="cuda")
     torch.testing.assert_close(fn(x, w), 2 * reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
+    fn = torch.compile(lambda x, w: glu(x, w, None, False, True) * 2, fullgraph=True)
+    torch.testing.assert_close(fn(x, w), 2 * glu_reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)

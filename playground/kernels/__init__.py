@@ -26,12 +26,18 @@ def _load(module: str, name: str):
 
 
 _CANON = _load("canon_triton", "canon_conv")
+_CANON_GLU = _load("canon_triton", "canon_glu")
 _DYNAMIC_CANON = _load("dynamic_canon_triton", "dynamic_canon")
 
 
 def canon_kernel():
     """The fused Triton Canon op (``playground::canon_conv``), or None without triton/CUDA."""
     return _CANON
+
+
+def canon_glu_kernel():
+    """Canon fused with SwiGLU (``playground::canon_glu``: Canon-D then silu(gate)·up), or None."""
+    return _CANON_GLU
 
 
 def dynamic_canon_kernel():

@@ -179,11 +179,11 @@ def _num_sms(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _strips(b: int, t: int, c: int, device: torch.device) -> tuple[int, int]:
+def _strips(b: int, t: int, c: int, device: torch.device, block_c: int = BWD_BLOCK_C) -> tuple[int, int]:
     """(strips per sequence, rows per strip) for the backward: as many strips as it takes to
     give BWD_PROGRAMS_PER_SM programs per multiprocessor, but none shorter than BWD_MIN_STRIP
     rows; a strip is a whole number of chunks. Long sequences and wide layers stay whole."""
-    programs = triton.cdiv(c, BWD_BLOCK_C) * b
+    programs = triton.cdiv(c, block_c) * b
     want = triton.cdiv(BWD_PROGRAMS_PER_SM * _num_sms(device), programs)
     rows = max(triton.cdiv(t, want), BWD_MIN_STRIP)
     rows = triton.cdiv(rows, BWD_BLOCK_T) * BWD_BLOCK_T
@@ -228,3 +228,192 @@ def _backward(ctx, dy):
 
 
 canon_conv.register_autograd(_backward, setup_context=_setup)
+
+
+# -- Canon-D fused with SwiGLU ------------------------------------------------------------------
+# h = silu(y[..., :H]) · y[..., H:] with y = Canon(u), u = [gate ‖ up]: [B, T, 2H] -> [B, T, H].
+# The forward never writes y; the backward recomputes it from u (with the K-1 rows before) and
+# goes from dh to du, dw, db in one pass, so y is neither stored for the backward nor read back.
+# One program covers the same channel block of both halves, hence a narrower block.
+GLU_BLOCK_C = 64
+
+
+@triton.jit
+def _glu_fwd_kernel(U, W, Bias, H_out, T, H, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                    ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+    pid_t, pid_c, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    t = pid_t * BT + tl.arange(0, BT)
+    c = pid_c * BC + tl.arange(0, BC)
+    C = 2 * H
+    zg, ug = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c, T, C, K, HAS_BIAS, BT, BC)
+    zu, uu = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c + H, T, C, K, HAS_BIAS, BT, BC)
+    yg = zg * tl.sigmoid(zg) if ACT else zg
+    yu = zu * tl.sigmoid(zu) if ACT else zu
+    if RESIDUAL:
+        yg += ug
+        yu += uu
+    h = yg * tl.sigmoid(yg) * yu
+    m = (t < T)[:, None] & (c < H)[None, :]
+    tl.store(H_out + b.to(tl.int64) * T * H + t[:, None] * H + c[None, :], h.to(H_out.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _glu_dy(DH, xs, w, bias, d, t, c, hbase, T, H, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+            ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+    """For both halves at rows t+d: (dz_gate, dz_up, dy_gate, dy_up), from dh and y recomputed
+    from u. xs: the (gate tiles, up tiles) of u at rows t-(K-1) .. t+K-1."""
+    xg, xu = xs
+    wg, wu = w
+    zg = tl.zeros((BT, BC), dtype=tl.float32)
+    zu = tl.zeros((BT, BC), dtype=tl.float32)
+    for j in tl.static_range(K):
+        zg += xg[d + j] * wg[j][None, :]
+        zu += xu[d + j] * wu[j][None, :]
+    if HAS_BIAS:
+        zg += bias[0][None, :]
+        zu += bias[1][None, :]
+    yg = zg * tl.sigmoid(zg) if ACT else zg
+    yu = zu * tl.sigmoid(zu) if ACT else zu
+    if RESIDUAL:
+        yg += xg[d + K - 1]
+        yu += xu[d + K - 1]
+    r = t + d
+    m = (r < T)[:, None] & (c < H)[None, :]
+    dh = tl.load(DH + hbase + r[:, None] * H + c[None, :], mask=m, other=0.0).to(tl.float32)
+    dyg = dh * yu * _silu_grad(yg)
+    dyu = dh * yg * tl.sigmoid(yg)
+    dzg = dyg * _silu_grad(zg) if ACT else dyg
+    dzu = dyu * _silu_grad(zu) if ACT else dyu
+    return dzg, dzu, dyg, dyu
+
+
+@triton.jit
+def _glu_bwd_kernel(U, W, Bias, DH, DU, DW, DB, T, H, SPLITS, STRIP, K: tl.constexpr,
+                    HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
+                    BT: tl.constexpr, BC: tl.constexpr):
+    """One program: channels c of both halves of sequence b, rows [s·STRIP, (s+1)·STRIP) in
+    chunks of BT — :func:`_bwd_kernel`'s scheme, with dy at rows t..t+K-1 recomputed from dh and
+    u instead of read. Partial rows of dw / db: [program, 2H, K] / [program, 2H]."""
+    pid_c, pid = tl.program_id(0), tl.program_id(1)
+    b, s = pid // SPLITS, pid % SPLITS
+    c = pid_c * BC + tl.arange(0, BC)
+    cm = c < H
+    C = 2 * H
+    base = b.to(tl.int64) * T * C
+    hbase = b.to(tl.int64) * T * H
+    wg = ()
+    wu = ()
+    acc_g = ()  # Σ dz · u shifted, per tap, gate half
+    acc_u = ()
+    for j in tl.static_range(K):
+        wg = wg + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
+        wu = wu + (tl.load(W + (c + H) * K + j, mask=cm, other=0.0).to(tl.float32),)
+        acc_g = acc_g + (tl.zeros((BT, BC), dtype=tl.float32),)
+        acc_u = acc_u + (tl.zeros((BT, BC), dtype=tl.float32),)
+    acc_bg = tl.zeros((BT, BC), dtype=tl.float32)
+    acc_bu = tl.zeros((BT, BC), dtype=tl.float32)
+    bg = tl.zeros((BC,), dtype=tl.float32)
+    bu = tl.zeros((BC,), dtype=tl.float32)
+    if HAS_BIAS:
+        bg = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
+        bu = tl.load(Bias + c + H, mask=cm, other=0.0).to(tl.float32)
+    start = s * STRIP
+    for t0 in range(start, tl.minimum(start + STRIP, T), BT):
+        t = t0 + tl.arange(0, BT)
+        xg = ()  # u at rows t-(K-1) .. t+K-1, both halves
+        xu = ()
+        for o in tl.static_range(2 * K - 1):
+            r = t - (K - 1) + o
+            m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
+            xg = xg + (tl.load(U + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32),)
+            xu = xu + (tl.load(U + base + r[:, None] * C + (c + H)[None, :], mask=m, other=0.0).to(tl.float32),)
+        dzg = ()
+        dzu = ()
+        dyg = tl.zeros((BT, BC), dtype=tl.float32)
+        dyu = tl.zeros((BT, BC), dtype=tl.float32)
+        for d in tl.static_range(K):
+            g0, u0, g1, u1 = _glu_dy(DH, (xg, xu), (wg, wu), (bg, bu), d, t, c, hbase, T, H, K,
+                                     HAS_BIAS, ACT, RESIDUAL, BT, BC)
+            dzg = dzg + (g0,)
+            dzu = dzu + (u0,)
+            if d == 0:
+                dyg = g1  # dy at the chunk's own rows, for the residual
+                dyu = u1
+        dxg = dyg if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
+        dxu = dyu if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
+        ng = ()
+        nu = ()
+        for j in tl.static_range(K):
+            dxg += wg[j][None, :] * dzg[K - 1 - j]
+            dxu += wu[j][None, :] * dzu[K - 1 - j]
+            ng = ng + (acc_g[j] + dzg[0] * xg[j],)
+            nu = nu + (acc_u[j] + dzu[0] * xu[j],)
+        acc_g = ng
+        acc_u = nu
+        if HAS_BIAS:
+            acc_bg += dzg[0]
+            acc_bu += dzu[0]
+        m = (t < T)[:, None] & cm[None, :]
+        tl.store(DU + base + t[:, None] * C + c[None, :], dxg.to(DU.dtype.element_ty), mask=m)
+        tl.store(DU + base + t[:, None] * C + (c + H)[None, :], dxu.to(DU.dtype.element_ty), mask=m)
+    part = pid.to(tl.int64) * C  # this program's partial row
+    for j in tl.static_range(K):
+        tl.store(DW + (part + c) * K + j, tl.sum(acc_g[j], axis=0), mask=cm)
+        tl.store(DW + (part + c + H) * K + j, tl.sum(acc_u[j], axis=0), mask=cm)
+    if HAS_BIAS:
+        tl.store(DB + part + c, tl.sum(acc_bg, axis=0), mask=cm)
+        tl.store(DB + part + c + H, tl.sum(acc_bu, axis=0), mask=cm)
+
+
+@torch.library.custom_op("playground::canon_glu", mutates_args=())
+def canon_glu(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, act: bool,
+              residual: bool) -> torch.Tensor:
+    """u: [B, T, 2H] contiguous (gate ‖ up); w: [2H, K]; bias: [2H] or None. Returns
+    silu(y_gate) · y_up, [B, T, H], where y = canon_conv(u, w, bias, act, residual)."""
+    b, t, c = u.shape
+    h = c // 2
+    out = u.new_empty(b, t, h)
+    grid = (triton.cdiv(t, BLOCK_T), triton.cdiv(h, GLU_BLOCK_C), b)
+    _glu_fwd_kernel[grid](u, w, bias if bias is not None else w, out, t, h, K=w.shape[1],
+                          HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
+                          BT=BLOCK_T, BC=GLU_BLOCK_C, num_warps=FWD_WARPS)
+    return out
+
+
+@canon_glu.register_fake
+def _(u, w, bias, act, residual):
+    return u.new_empty(*u.shape[:-1], u.shape[-1] // 2)
+
+
+@torch.library.custom_op("playground::canon_glu_bwd", mutates_args=())
+def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+                  act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
+    b, t, c = u.shape
+    h, k = c // 2, w.shape[1]
+    splits, strip = _strips(b, t, h, u.device, GLU_BLOCK_C)
+    du = torch.empty_like(u)
+    dw_part = torch.empty(b * splits, c, k, dtype=torch.float32, device=u.device)
+    db_part = dw_part  # a placeholder, not written, without a bias
+    if bias is not None:
+        db_part = torch.empty(b * splits, c, dtype=torch.float32, device=u.device)
+    grid = (triton.cdiv(h, GLU_BLOCK_C), b * splits)
+    _glu_bwd_kernel[grid](u, w, bias if bias is not None else w, dh, du, dw_part, db_part, t, h,
+                          splits, strip, K=k, HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
+                          BT=BWD_BLOCK_T, BC=GLU_BLOCK_C, num_warps=BWD_WARPS)
+    db = db_part.sum(0) if bias is not None else u.new_zeros(c, dtype=torch.float32)
+    return du, dw_part.sum(0).to(w.dtype), db
+
+
+@canon_glu_bwd.register_fake
+def _(dh, u, w, bias, act, residual):
+    return torch.empty_like(u), torch.empty_like(w), u.new_empty(w.shape[0], dtype=torch.float32)
+
+
+def _glu_backward(ctx, dh):
+    u, w, bias = ctx.saved_tensors
+    du, dw, db = canon_glu_bwd(dh.contiguous(), u, w, bias, ctx.act, ctx.residual)
+    return du, dw, (db.to(bias.dtype) if bias is not None else None), None, None
+
+
+canon_glu.register_autograd(_glu_backward, setup_context=_setup)

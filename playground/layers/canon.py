@@ -25,7 +25,7 @@ from torch import nn
 
 from playground.config import EXTRA_POINTS, POINTS, CanonConfig
 from playground.errors import ConfigError
-from playground.kernels import canon_kernel, dynamic_canon_kernel
+from playground.kernels import canon_glu_kernel, canon_kernel, dynamic_canon_kernel
 
 __all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "canon_at"]
 
@@ -113,7 +113,16 @@ def causal_conv_segmented(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     return y if bias is None else y + bias
 
 
-class Canon(nn.Module):
+class GLUOutput:
+    """``glu``: SwiGLU's silu(gate) · up of a layer's output, its two halves — how the MLP reads
+    Canon-D. A layer with a kernel that does both in one pass overrides it."""
+
+    def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
+        gate, up = self(x, seq, h).chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+
+class Canon(GLUOutput, nn.Module):
     """A Canon layer of ``width`` channels. With a decoding cache it keeps the last K-1 inputs."""
 
     def __init__(self, width: int, cfg: CanonConfig):
@@ -142,6 +151,14 @@ class Canon(nn.Module):
         conv = causal_conv_shifted if torch.compiler.is_compiling() else causal_conv
         return finish(self.cfg, x, conv(inp, self.weight.to(x.dtype), bias, prev))
 
+    def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
+        """silu(gate) · up of the output; on a full sequence the fused kernel does the layer and
+        SwiGLU in one pass (its output is never written, the backward recomputes it)."""
+        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel)) is not None:
+            return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
+                          self.cfg.residual)
+        return super().glu(x, seq, h)
+
 
 class ShortConv(Canon):
     """The short causal depthwise conv of the original GLA/Mamba2 code (no residual): a Canon
@@ -159,7 +176,7 @@ class ShortConv(Canon):
             nn.init.uniform_(self.bias, -bound, bound, generator=generator)
 
 
-class NoCanon(nn.Module):
+class NoCanon(GLUOutput, nn.Module):
     """Stands where a Canon layer is not configured, so call sites need no branches."""
 
     def forward(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
@@ -196,7 +213,7 @@ def dynamic_conv(x: torch.Tensor, w: torch.Tensor, prev: torch.Tensor | None = N
     return y
 
 
-class DynamicCanon(nn.Module):
+class DynamicCanon(GLUOutput, nn.Module):
     """A dynamic Canon layer of ``width`` channels whose filters come from a ``source``-wide h."""
 
     def __init__(self, width: int, source: int, cfg: CanonConfig):

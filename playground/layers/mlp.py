@@ -31,12 +31,9 @@ class MLP(nn.Module):
         self.canon_e = canon_at(canon, "E", d_model)
 
     def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
-        h = self.canon_d(self.up(x), seq, x)
-        if self.kind == "swiglu":
-            gate, up = h.chunk(2, dim=-1)
-            h = F.silu(gate) * up
-        else:
-            h = F.gelu(h)
+        u = self.up(x)
+        # SwiGLU reads Canon-D's output through ``glu``: one fused kernel where there is one
+        h = self.canon_d.glu(u, seq, x) if self.kind == "swiglu" else F.gelu(self.canon_d(u, seq, x))
         return self.canon_e(self.down(h), seq, x)
 
 
