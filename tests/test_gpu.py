@@ -49,6 +49,22 @@ def test_canon_bench_reports_wall_and_device_time():
         assert 0 < r["device_us"] and 0 < r["us"] and r["floor_us"] > 0, r
 
 
+def test_swiglu_mlp_with_fused_canon_d_matches_the_torch_backend():
+    """The MLP's fused Canon-D + SwiGLU kernel (backend auto on CUDA) against the plain PyTorch
+    composition (backend torch): output and every parameter's gradient, fp32."""
+    from playground.layers.mlp import MLP
+
+    x = torch.randn(2, 300, 256, device="cuda", requires_grad=True)
+    grads = []
+    for backend in ("auto", "torch"):
+        torch.manual_seed(0)
+        mlp = MLP(256, "swiglu", CanonConfig(positions="D", backend=backend)).cuda()
+        y = mlp(x)
+        grads.append([y, *torch.autograd.grad(y.square().sum(), [x, *mlp.parameters()])])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
 def test_cached_decoding_on_cuda():
     cfg = ModelConfig(n_layers=2, d_model=128, head_dim=64, mixer=AttentionConfig(),
                       canon=CanonConfig(positions="ABCD"))
