@@ -139,10 +139,13 @@ class Generation:
 @torch.no_grad()
 def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequence[int] = (),
              temperature: float = 0.0, batch_size: int = 64, seed: int = 0,
-             pad_id: int = 0, use_cache: bool = True) -> list[Generation]:
+             pad_id: int = 0, use_cache: bool = True, graph: bool = False) -> list[Generation]:
     """Continue each prompt by up to ``max_new`` tokens: greedy (``temperature=0``) or sampled
     at ``temperature`` from a generator seeded with ``seed`` (same seed, same samples).
-    ``use_cache=False`` re-runs the whole prefix for every token (a baseline for benchmarks)."""
+    ``use_cache=False`` re-runs the whole prefix for every token (a baseline for benchmarks).
+    ``graph``: after the prefill, decode in fixed-shape steps (``Cache.fix_shapes``), on CUDA
+    captured once per batch as a CUDA graph and replayed per token (a step is otherwise bound by
+    the host's kernel launches); elsewhere the same steps run eagerly. Same tokens either way."""
     device = next(model.parameters()).device
     gen = torch.Generator(device=device).manual_seed(seed)
     stop_ids = torch.tensor(sorted(set(stop)), dtype=torch.long, device=device)
@@ -153,7 +156,7 @@ def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequen
     for lo in range(0, len(order), batch_size):
         idx = order[lo : lo + batch_size]
         rows = _generate_batch(model, [prompts[i] for i in idx], max_new, stop_ids, temperature,
-                               gen, pad_id, device, use_cache)
+                               gen, pad_id, device, use_cache, graph)
         for i, row in zip(idx, rows):
             out[i] = row
     model.train(was_training)
@@ -180,18 +183,48 @@ def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> tor
 
 
 def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
-                    use_cache: bool) -> list[Generation]:
+                    use_cache: bool, graph: bool) -> list[Generation]:
     # one autocast region for the whole decode: weights are cast to bf16 once, not every step
     with autocast_for(device):
-        return _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache)
+        return _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache, graph)
 
 
-def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache) -> list[Generation]:
+class _Step:
+    """One cached decoding step, token [B] -> logits [B, V]. With ``graph``: fixed shapes; on
+    CUDA the first step runs eagerly (warming up every kernel), then one step is captured as a
+    CUDA graph that every later call replays after copying its tokens into the graph's input."""
+
+    def __init__(self, model, cache: Cache, batch: int, device: torch.device, graph: bool):
+        self.model, self.cache = model, cache
+        self.cuda_graph = graph and device.type == "cuda"
+        if graph:
+            cache.fix_shapes(batch, device)
+        self.replay: torch.cuda.CUDAGraph | None = None
+
+    def __call__(self, nxt: torch.Tensor) -> torch.Tensor:
+        if self.replay is not None:
+            self.ids.copy_(nxt[:, None])
+            self.replay.replay()
+            self.cache.length += 1  # what the captured step's Python side did once, at capture
+            return self.logits
+        logits = self.model(nxt[:, None], self.cache)[:, -1]
+        if self.cuda_graph:
+            self.ids, self.replay = nxt[:, None].clone(), torch.cuda.CUDAGraph()
+            length = self.cache.length
+            with torch.cuda.graph(self.replay):  # recorded, not run: the cache is unchanged
+                self.logits = self.model(self.ids, self.cache)[:, -1]
+            self.cache.length = length
+        return logits
+
+
+def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache,
+            graph) -> list[Generation]:
     ids, valid = _left_pad(prompts, pad_id, device)
     cache = model.new_cache(capacity=ids.shape[1] + max_new) if use_cache else None
     padded = not bool(valid.all())
     logits = model(ids, cache, valid if padded else None)[:, -1]
     b = len(prompts)
+    step_fn = _Step(model, cache, b, device, graph) if use_cache and max_new > 1 else None
     produced = torch.empty(b, max_new, dtype=torch.long, device=device)
     done = torch.zeros(b, dtype=torch.bool, device=device)
     length = torch.full((b,), max_new, dtype=torch.long, device=device)
@@ -205,7 +238,7 @@ def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
             break
         if step + 1 < max_new:
             if use_cache:
-                logits = model(nxt[:, None], cache)[:, -1]
+                logits = step_fn(nxt)
             else:
                 ids = torch.cat([ids, nxt[:, None]], dim=1)
                 valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)

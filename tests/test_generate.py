@@ -94,3 +94,99 @@ def test_a_cache_with_capacity_allocates_its_buffers_once_and_decodes_the_same()
     torch.testing.assert_close(logits[10], logits[None], rtol=0, atol=0)
     assert buffers[10] == ([10] * len(layers), True)
     assert buffers[None][0] == [12] * len(layers) and not buffers[None][1]  # 3 → 6 → 12 slots
+
+
+def _models_for_fixed_shapes():
+    """Every kind of decoding state: attention (RoPE, NoPE, ALiBi, Hard-ALiBi; KV buffers and
+    masks), static and dynamic Canon (conv tails), GLA, Mamba2 and Gated DeltaNet (recurrent
+    states, their short convs)."""
+    import test_mixers
+
+    from playground.config import ModelConfig
+    from playground.layers.canon import CanonConfig
+    from playground.mixers.attention import AttentionConfig
+    from playground.model import build_model
+
+    def attention(bias):
+        cfg = ModelConfig(n_layers=2, d_model=64, head_dim=32, mixer=AttentionConfig(rope_fraction=0.0, bias=bias),
+                          canon=CanonConfig(positions="ABCD"))
+        return build_model(cfg, V, seed=1).eval()
+
+    models = {"rope_abcd": lambda: tiny("ABCD", "rope", activation="silu", bias=True),
+              "nope": lambda: tiny("", "nope"), "alibi": lambda: attention("alibi"),
+              "hard_alibi": lambda: attention("hard_alibi")}
+    for name in ("gla_canon_abcd", "mamba2_conv1d_canon_ab", "gdn_noconv_canon_abcd", "gdn",
+                 "gla_dynamic_b_all_linear", "mamba2_canon_ab_dynamic"):
+        models[name] = lambda name=name: test_mixers.tiny(name)
+    return models
+
+
+FIXED_SHAPE_MODELS = _models_for_fixed_shapes()
+
+
+def _state_tensors(cache) -> list[torch.Tensor]:
+    def flat(v):
+        return [v] if isinstance(v, torch.Tensor) else [t for x in v for t in flat(x)]
+
+    return [t for v in cache._state.values() for t in flat(v)] + [cache.key_valid, cache.next_pos, cache.slot]
+
+
+@pytest.mark.parametrize("name", list(FIXED_SHAPE_MODELS))
+def test_fixed_shape_steps_equal_growing_ones_and_keep_their_addresses(name):
+    """After a left-padded prefill, ``Cache.fix_shapes`` steps (what a CUDA graph replays) give
+    the logits of ordinary cached steps, and no state tensor moves or changes shape."""
+    model = FIXED_SHAPE_MODELS[name]()
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(1, V, (len(PROMPTS), 6), generator=g)
+    width = max(map(len, PROMPTS))
+    ids = torch.zeros(len(PROMPTS), width, dtype=torch.long)
+    valid = torch.zeros_like(ids, dtype=torch.bool)
+    for r, p in enumerate(PROMPTS):
+        ids[r, width - len(p):], valid[r, width - len(p):] = torch.tensor(p), True
+    runs = {}
+    with torch.no_grad():
+        for fixed in (False, True):
+            cache = model.new_cache(capacity=width + tokens.shape[1])
+            out = [model(ids, cache, valid)[:, -1]]
+            if fixed:
+                cache.fix_shapes(len(PROMPTS), torch.device("cpu"))
+            for i in range(tokens.shape[1]):
+                out.append(model(tokens[:, i : i + 1], cache)[:, -1])
+                if fixed and i == 0:
+                    where = [(t.data_ptr(), t.shape) for t in _state_tensors(cache)]
+            runs[fixed] = torch.stack(out)
+            assert cache.length == width + tokens.shape[1]
+        assert where == [(t.data_ptr(), t.shape) for t in _state_tensors(cache)]
+    torch.testing.assert_close(runs[True], runs[False], rtol=1e-5, atol=1e-5)
+
+
+def test_graph_decoding_generates_the_same_tokens():
+    """``generate(graph=True)``: on the CPU the fixed-shape steps run eagerly, same tokens."""
+    model = FIXED_SHAPE_MODELS["rope_abcd"]()
+    a = generate(model, PROMPTS, max_new=12, stop={4}, batch_size=3)
+    b = generate(model, PROMPTS, max_new=12, stop={4}, batch_size=3, graph=True)
+    assert [(x.tokens.tolist(), x.stopped) for x in a] == [(x.tokens.tolist(), x.stopped) for x in b]
+
+
+def test_fixed_shapes_need_room_in_the_cache():
+    model = tiny("", "rope")
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.tensor([[1, 2]]), cache)
+    with pytest.raises(ValueError, match="capacity None"):
+        cache.fix_shapes(1, torch.device("cpu"))
+
+
+def test_generate_bench_times_every_mode_and_checks_they_agree(tmp_path, capsys):
+    import json
+
+    from playground.bench.cli import main
+
+    path = tmp_path / "gen.json"
+    main(["generate", "task=brevo1", "task.N=8", "size=2L64D", "count=6", "batch_size=4", f"json={path}"])
+    out = json.loads(path.read_text())
+    assert out["same_tokens"] and out["new_tokens"] > 0 and out["max_new"] == 10
+    assert all(out[f"{m}_s"] > 0 for m in ("graph", "cached", "rerun"))
+    with pytest.raises(SystemExit):
+        main(["generate", "task=brevo1", "modes=graph,fast"])
+    assert "modes='fast' is invalid" in capsys.readouterr().err

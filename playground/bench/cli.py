@@ -112,7 +112,8 @@ def cmd_generate(args: Args) -> None:
     from playground.bench.measure import generate_speed
 
     overrides = args.overrides or ["task=brevo1", "task.N=110", "size=12L768D", "canon=none"]
-    _emit(generate_speed(overrides, args.int("count", 1), args.int("batch_size", 1)), args["json"])
+    _emit(generate_speed(overrides, args.int("count", 1), args.int("batch_size", 1), args.list("modes")),
+          args["json"])
 
 
 JSON = {"json": ("", "also write the figures to this JSON file")}
@@ -149,8 +150,11 @@ COMMANDS = [
             {"tasks": ("depo1,depo2,brevo1,brevo2,mano,cfg3f,mqar,capo", "task presets"),
              "workers": ("0,8", "loader worker counts"), "seconds": ("10", "seconds per measurement"), **JSON},
             examples=("playground-bench data tasks=depo1,cfg3f workers=0,4",)),
-    Command("generate", "generative evaluation: cached decoding vs re-running the prefix", cmd_generate,
-            {"count": ("1000", "eval examples"), "batch_size": ("256", "prompts per batch"), **JSON},
+    Command("generate", "generative evaluation: CUDA-graph / cached decoding vs re-running the prefix",
+            cmd_generate,
+            {"count": ("1000", "eval examples"), "batch_size": ("256", "prompts per batch"),
+             "modes": ("graph,cached,rerun", "decoding modes to time: graph (fixed-shape steps, a CUDA graph "
+                                             "on CUDA), cached, rerun (the prefix again per token)"), **JSON},
             overrides=(), examples=("playground-bench generate task=brevo1 task.N=110 size=12L768D canon=none",)),
 ]
 

@@ -10,7 +10,7 @@ term). MFU = FLOPs per second / the accelerator's dense bf16 peak (989 TFLOP/s f
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -273,11 +273,19 @@ def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...
     return rows
 
 
-def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64) -> dict:
-    """Evaluation time of a generative task (default Brevo1 N=110) on ``count`` eval examples:
-    cached decoding vs re-running the whole prefix for every token."""
+GENERATE_MODES = {"graph": dict(graph=True), "cached": dict(), "rerun": dict(use_cache=False)}
+
+
+def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64,
+                   modes: Sequence[str] = tuple(GENERATE_MODES)) -> dict:
+    """Evaluation time of a generative task (default Brevo1 N=110) on ``count`` eval examples,
+    per decoding mode: ``graph`` (fixed-shape cached steps, a CUDA graph on CUDA), ``cached``
+    (cached steps) and ``rerun`` (the whole prefix again for every token). ``same_tokens``: every
+    mode generated the same tokens."""
     from playground.model import build_model, generate
 
+    for mode in modes:
+        check(mode in GENERATE_MODES, "modes", mode, f"one of {', '.join(GENERATE_MODES)}")
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
     device = device_for(cfg.train)
     task = build_task(cfg.task)
@@ -285,14 +293,15 @@ def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64
     examples = [task.example("eval", i) for i in range(count)]
     prompts = [ex.tokens[: ex.meta["answer_start"]] for ex in examples]
     max_new = task.cfg.N + 2
-    out = {"overrides": overrides, "examples": count, "max_new": max_new}
-    for cached in (True, False):
+    out, tokens = {"overrides": overrides, "examples": count, "max_new": max_new, "batch_size": batch_size}, []
+    for mode in modes:
         _sync(device)
         tic = time.perf_counter()
         gens = generate(model, prompts, max_new, stop=[task.vocab.eos], batch_size=batch_size,
-                        pad_id=task.vocab.pad, use_cache=cached)
+                        pad_id=task.vocab.pad, **GENERATE_MODES[mode])
         _sync(device)
-        out["cached_s" if cached else "rerun_prefix_s"] = time.perf_counter() - tic
+        out[f"{mode}_s"] = time.perf_counter() - tic
         out["new_tokens"] = int(sum(len(g.tokens) for g in gens))
-    out["speedup"] = out["rerun_prefix_s"] / out["cached_s"]
+        tokens.append([g.tokens.tolist() for g in gens])
+    out["same_tokens"] = all(t == tokens[0] for t in tokens)
     return out

@@ -56,7 +56,9 @@ def conv_input(layer: nn.Module, x: torch.Tensor, seq, kernel: int) -> tuple[tor
         prev = seq.cache.get(layer)
         if prev is None:
             prev = x.new_zeros(x.shape[0], kernel - 1, x.shape[-1])
-        seq.cache.put(layer, torch.cat([prev, inp], dim=1)[:, x.shape[1]:])
+        window = torch.cat([prev, inp], dim=1)
+        prev = window[:, : kernel - 1]  # not the cached tensor: a fixed-shape cache overwrites that
+        seq.cache.put(layer, window[:, x.shape[1]:])
     return inp, prev
 
 

@@ -24,20 +24,52 @@ class Cache:
     """Decoding state of every stateful layer (KV cache, conv tails, recurrent state), keyed by
     the layer itself, plus the timeline length, each row's next position and the valid mask.
     ``capacity``: the timeline length the decoding will reach, when known — key/value buffers are
-    then allocated once at that size instead of growing by doubling (less memory at the peak)."""
+    then allocated once at that size instead of growing by doubling (less memory at the peak).
+
+    :meth:`fix_shapes` (after the prefill) turns the following one-token steps into calls whose
+    every tensor has a fixed shape and address — what a CUDA graph replays: the timeline slot
+    and the positions live on the device, the valid mask spans the whole capacity, and a state
+    put back is copied into the old one's storage."""
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity
         self.length = 0
         self.next_pos: torch.Tensor | None = None  # [B]
-        self.key_valid: torch.Tensor | None = None  # [B, length]
+        self.key_valid: torch.Tensor | None = None  # [B, length]; fixed shapes: [B, capacity]
+        self.slot: torch.Tensor | None = None  # fixed shapes: [1], the slot of the next token
         self._state: dict[int, object] = {}
 
     def get(self, layer: nn.Module):
         return self._state.get(id(layer))
 
     def put(self, layer: nn.Module, value) -> None:
-        self._state[id(layer)] = value
+        """Keep ``value`` as the layer's state. With fixed shapes it is copied into the old
+        state's storage: a layer reads what it needs of its old state before putting the new."""
+        old = self._state.get(id(layer))
+        if self.slot is not None and old is not None:
+            _copy_into(old, value)
+        else:
+            self._state[id(layer)] = value
+
+    def fix_shapes(self, batch: int, device: torch.device) -> None:
+        """From now on every call is one token per row at fixed shapes (see the class)."""
+        if self.capacity is None or self.length >= self.capacity:
+            raise ValueError(f"fixed-shape decoding needs room in the cache: capacity {self.capacity}, "
+                             f"length {self.length}")
+        kv = torch.zeros(batch, self.capacity, dtype=torch.bool, device=device)
+        kv[:, : self.length] = True if self.key_valid is None else self.key_valid
+        self.key_valid = kv
+        if self.next_pos is None:
+            self.next_pos = torch.full((batch,), self.length, dtype=torch.long, device=device)
+        self.slot = torch.full((1,), self.length, dtype=torch.long, device=device)
+
+
+def _copy_into(old, new) -> None:
+    if isinstance(old, torch.Tensor):
+        old.copy_(new)
+    else:
+        for a, b in zip(old, new, strict=True):
+            _copy_into(a, b)
 
 
 @dataclass
@@ -67,6 +99,8 @@ class Seq:
             return Seq(positions=segment_positions(segments), segments=segments)
         if cache is None and valid is None:
             return None
+        if cache is not None and cache.slot is not None:
+            return Seq._fixed_step(ids, cache)
         offset = cache.length if cache is not None else 0
         padded = valid is not None or (cache is not None and cache.key_valid is not None)
         if not padded:
@@ -84,13 +118,26 @@ class Seq:
         return Seq(offset=offset, positions=positions, valid=v, key_valid=torch.cat([past, v], dim=1),
                    next_pos=start + counts[:, -1], cache=cache)
 
+    @staticmethod
+    def _fixed_step(ids: torch.Tensor, cache: Cache) -> Seq:
+        """A one-token step of a fixed-shape cache: slot, positions and the valid mask are
+        device tensors updated in place (here and in :meth:`advance`)."""
+        if ids.shape[1] != 1:
+            raise ValueError(f"a fixed-shape decoding step takes one token per row, got {ids.shape[1]}")
+        cache.key_valid.index_fill_(1, cache.slot, True)
+        return Seq(offset=cache.length, positions=cache.next_pos[:, None], valid=torch.ones_like(ids, dtype=torch.bool),
+                   key_valid=cache.key_valid, next_pos=cache.next_pos, cache=cache)
+
     def advance(self, t: int) -> None:
         """Record in the cache that this call's ``t`` tokens were processed."""
         cache = self.cache
         if cache is None:
             return
         cache.length += t
-        if self.valid is not None:
+        if cache.slot is not None:
+            cache.slot.add_(t)
+            cache.next_pos.add_(t)
+        elif self.valid is not None:
             cache.key_valid, cache.next_pos = self.key_valid, self.next_pos
 
 

@@ -100,8 +100,12 @@ class Attention(nn.Module):
         """Write this call's keys/values at slots [offset, offset+T) of a buffer allocated at the
         cache's capacity when it has one, else grown by doubling, so a decoding step costs no
         copy of the whole history."""
-        end = seq.offset + k.shape[2]
         buf = seq.cache.get(self)
+        if seq.cache.slot is not None:  # fixed shapes: write at the device-side slot, attend over all
+            buf[0].index_copy_(2, seq.cache.slot, k)
+            buf[1].index_copy_(2, seq.cache.slot, v)
+            return buf[0], buf[1]
+        end = seq.offset + k.shape[2]
         if buf is None or buf.shape[3] < end:
             size = max(end, seq.cache.capacity or 0) if buf is None else max(end, 2 * buf.shape[3])
             grown = k.new_zeros(2, *k.shape[:2], size, k.shape[3])
@@ -117,6 +121,8 @@ class Attention(nn.Module):
 def attention_mask(seq, t_q: int, t_k: int, device: torch.device) -> dict:
     """SDPA arguments: causal over the timeline (queries are its last ``t_q`` slots) and, with
     padding, no real token attends a padded key (a padded query sees itself, to stay finite)."""
+    if seq is not None and seq.cache is not None and seq.cache.slot is not None:
+        return {"attn_mask": seq.key_valid[:, None, None, :]}  # fixed shapes: every filled slot
     if seq is not None and seq.segments is not None:  # isolated examples: block-diagonal causal
         same = seq.segments[:, :, None] == seq.segments[:, None, :]
         return {"attn_mask": (same & torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril())[:, None]}
