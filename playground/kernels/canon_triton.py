@@ -194,18 +194,24 @@ def _strips(b: int, t: int, c: int, device: torch.device, block_c: int = BWD_BLO
 def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                    act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dx, dw, db) of :func:`canon_conv` (db is zeros when there is no bias)."""
+    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, x.shape[2], BWD_BLOCK_C)
+
+
+def _strip_backward(kernel, grad, x, w, bias, act, residual, width: int, block_c: int):
+    """Launch a strip backward kernel (one program per block of ``block_c`` of ``width`` channels
+    and strip of a sequence) and sum its partial rows: (dx, dw, db)."""
     b, t, c = x.shape
     k = w.shape[1]
-    splits, strip = _strips(b, t, c, x.device)
+    splits, strip = _strips(b, t, width, x.device, block_c)
     dx = torch.empty_like(x)
     dw_part = torch.empty(b * splits, c, k, dtype=torch.float32, device=x.device)
     db_part = dw_part  # a placeholder, not written, without a bias
     if bias is not None:
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
-    grid = (triton.cdiv(c, BWD_BLOCK_C), b * splits)
-    _bwd_kernel[grid](x, w, bias if bias is not None else w, dy, dx, dw_part, db_part, t, c,
-                      splits, strip, K=k, HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
-                      BT=BWD_BLOCK_T, BC=BWD_BLOCK_C, num_warps=BWD_WARPS)
+    grid = (triton.cdiv(width, block_c), b * splits)
+    kernel[grid](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, width,
+                 splits, strip, K=k, HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
+                 BT=BWD_BLOCK_T, BC=block_c, num_warps=BWD_WARPS)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db
 
@@ -221,13 +227,17 @@ def _setup(ctx, inputs, output) -> None:
     ctx.act, ctx.residual = act, residual
 
 
-def _backward(ctx, dy):
-    x, w, bias = ctx.saved_tensors
-    dx, dw, db = canon_conv_bwd(dy.contiguous(), x, w, bias, ctx.act, ctx.residual)
-    return dx, dw, (db.to(bias.dtype) if bias is not None else None), None, None
+def _autograd(bwd_op):
+    """The autograd formula of a Canon op from its backward op (gradients of x, w, bias)."""
+    def backward(ctx, grad):
+        x, w, bias = ctx.saved_tensors
+        dx, dw, db = bwd_op(grad.contiguous(), x, w, bias, ctx.act, ctx.residual)
+        return dx, dw, (db.to(bias.dtype) if bias is not None else None), None, None
+
+    return backward
 
 
-canon_conv.register_autograd(_backward, setup_context=_setup)
+canon_conv.register_autograd(_autograd(canon_conv_bwd), setup_context=_setup)
 
 
 # -- Canon-D fused with SwiGLU ------------------------------------------------------------------
@@ -389,20 +399,7 @@ def _(u, w, bias, act, residual):
 def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                   act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
-    b, t, c = u.shape
-    h, k = c // 2, w.shape[1]
-    splits, strip = _strips(b, t, h, u.device, GLU_BLOCK_C)
-    du = torch.empty_like(u)
-    dw_part = torch.empty(b * splits, c, k, dtype=torch.float32, device=u.device)
-    db_part = dw_part  # a placeholder, not written, without a bias
-    if bias is not None:
-        db_part = torch.empty(b * splits, c, dtype=torch.float32, device=u.device)
-    grid = (triton.cdiv(h, GLU_BLOCK_C), b * splits)
-    _glu_bwd_kernel[grid](u, w, bias if bias is not None else w, dh, du, dw_part, db_part, t, h,
-                          splits, strip, K=k, HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
-                          BT=BWD_BLOCK_T, BC=GLU_BLOCK_C, num_warps=BWD_WARPS)
-    db = db_part.sum(0) if bias is not None else u.new_zeros(c, dtype=torch.float32)
-    return du, dw_part.sum(0).to(w.dtype), db
+    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, u.shape[2] // 2, GLU_BLOCK_C)
 
 
 @canon_glu_bwd.register_fake
@@ -410,10 +407,4 @@ def _(dh, u, w, bias, act, residual):
     return torch.empty_like(u), torch.empty_like(w), u.new_empty(w.shape[0], dtype=torch.float32)
 
 
-def _glu_backward(ctx, dh):
-    u, w, bias = ctx.saved_tensors
-    du, dw, db = canon_glu_bwd(dh.contiguous(), u, w, bias, ctx.act, ctx.residual)
-    return du, dw, (db.to(bias.dtype) if bias is not None else None), None, None
-
-
-canon_glu.register_autograd(_glu_backward, setup_context=_setup)
+canon_glu.register_autograd(_autograd(canon_glu_bwd), setup_context=_setup)
