@@ -177,6 +177,17 @@ def test_a_run_records_what_it_is(make_cfg, tmp_path):
     assert record["canon"]["positions"] == "AC" and record["canon"]["residual"] is False
     assert record["size"] == {"label": "2L64D", "layers": 2, "blocks": 2, "width": 64, "heads": 1, "head_dim": 64}
     assert record["sweep"]["variant"] == "quarter_ac" and record["seed"] == 3 and record["lr"] == 3e-3
+    # the commit, and whether the tracked files differed from it (recomputed with git diff)
+    import subprocess
+
+    import playground
+    repo = Path(playground.__file__).parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
+    if head.returncode == 0:
+        diff = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=repo)
+        assert summary["git_sha"] == head.stdout.strip() and summary["git_dirty"] == (diff.returncode == 1)
+    else:
+        assert summary["git_sha"] is None and summary["git_dirty"] is None
 
 
 def test_old_run_configs_upgrade_to_todays_schema():

@@ -163,13 +163,24 @@ def versions() -> dict[str, str]:
             "cuda": torch.version.cuda or "none"}
 
 
-def git_sha() -> str | None:
+def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5,
                              cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_sha() -> str | None:
+    return _git("rev-parse", "HEAD") or None
+
+
+def git_dirty() -> bool | None:
+    """Whether the code's tracked files differ from that commit (then ``git_sha`` alone does not
+    say what ran), or None outside a git checkout."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status)
 
 
 # -- what a run is ---------------------------------------------------------------------------

@@ -124,7 +124,7 @@ def run(dcfg: DictConfig) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
     summary_path = out / "summary.json"
-    base = {"git_sha": runs.git_sha(), "config_hash": runs.config_hash(container),
+    base = {"git_sha": runs.git_sha(), "git_dirty": runs.git_dirty(), "config_hash": runs.config_hash(container),
             "versions": runs.versions(), "started": datetime.now(timezone.utc).isoformat()}
     trainer = None
     try:
