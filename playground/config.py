@@ -78,7 +78,7 @@ EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (aft
 DYNAMIC = ("none", "lowrank", "headwise")
 ACTIVATIONS = ("none", "silu")
 INITS = ("default", "zero", "past_average", "random_fixed")
-BACKENDS = ("auto", "torch", "triton")
+BACKENDS = ("auto", "torch", "triton", "unfused")
 
 
 @dataclass
@@ -94,7 +94,9 @@ class CanonConfig:
     # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
     # the paper's "Canon(cst)")
     init: str = "default"
-    backend: str = "auto"  # auto: the fused Triton kernel on CUDA when available | torch | triton
+    # auto: the Triton kernels on CUDA when available (Canon-D fused with SwiGLU) | torch | triton
+    # (required) | unfused: the Triton Canon kernel alone, SwiGLU apart (what the fusion is measured against)
+    backend: str = "auto"
     dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters
     rank: int = 8  # lowrank: rank R of the filter generator
     group: int = 64  # headwise: channels sharing one filter

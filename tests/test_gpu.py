@@ -50,19 +50,21 @@ def test_canon_bench_reports_wall_and_device_time():
 
 
 def test_swiglu_mlp_with_fused_canon_d_matches_the_torch_backend():
-    """The MLP's fused Canon-D + SwiGLU kernel (backend auto on CUDA) against the plain PyTorch
-    composition (backend torch): output and every parameter's gradient, fp32."""
+    """The MLP's fused Canon-D + SwiGLU kernel (backend auto on CUDA) and the Canon kernel with
+    SwiGLU apart (backend unfused) against the plain PyTorch composition (backend torch): output
+    and every parameter's gradient, fp32."""
     from playground.layers.mlp import MLP
 
     x = torch.randn(2, 300, 256, device="cuda", requires_grad=True)
     grads = []
-    for backend in ("auto", "torch"):
+    for backend in ("auto", "unfused", "torch"):
         torch.manual_seed(0)
         mlp = MLP(256, "swiglu", CanonConfig(positions="D", backend=backend)).cuda()
         y = mlp(x)
         grads.append([y, *torch.autograd.grad(y.square().sum(), [x, *mlp.parameters()])])
-    for a, b in zip(*grads):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    for got in grads[:2]:
+        for a, b in zip(got, grads[2]):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["rope_abcd", "alibi", "gla_canon_abcd", "mamba2_conv1d_canon_ab",

@@ -228,3 +228,28 @@ def test_canon_triton_compiles_without_graph_breaks():
     torch.testing.assert_close(fn(x, w), 2 * reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
     fn = torch.compile(lambda x, w: glu(x, w, None, False, True) * 2, fullgraph=True)
     torch.testing.assert_close(fn(x, w), 2 * glu_reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
+
+
+def test_canon_backends_on_the_cpu():
+    """On the CPU every backend but ``triton`` (which needs CUDA and says so) is the PyTorch
+    reference: the same logits from the same weights; an unknown backend is refused by name."""
+    from playground.config import ModelConfig
+    from playground.errors import ConfigError
+    from playground.layers.canon import CanonConfig
+    from playground.mixers.attention import AttentionConfig
+    from playground.model import build_model
+
+    ids = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(0))
+    logits = []
+    for backend in ("auto", "unfused", "torch", "triton"):
+        cfg = ModelConfig(n_layers=1, d_model=32, head_dim=16, mixer=AttentionConfig(),
+                          canon=CanonConfig(positions="ABCD", backend=backend))
+        model = build_model(cfg, 20, seed=0)
+        if backend == "triton":
+            with pytest.raises(RuntimeError, match="backend=triton needs"):
+                model(ids)
+        else:
+            logits.append(model(ids))
+    assert all(torch.equal(x, logits[0]) for x in logits)
+    with pytest.raises(ConfigError, match="model.canon.backend"):
+        CanonConfig(backend="fused")

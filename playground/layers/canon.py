@@ -71,10 +71,10 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find):
     """The fused kernel (``find()``) for a plain full-sequence call, as ``backend`` asks."""
-    if cfg.backend == "torch" or not x.is_cuda:
+    if cfg.backend == "torch":
         return None
-    kernel = find()
-    if kernel is None and cfg.backend == "triton":
+    kernel = find() if x.is_cuda else None
+    if kernel is None and cfg.backend == "triton":  # asked for by name: never silently the reference
         raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
     return kernel
 
@@ -156,7 +156,8 @@ class Canon(GLUOutput, nn.Module):
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """silu(gate) · up of the output; on a full sequence the fused kernel does the layer and
         SwiGLU in one pass (its output is never written, the backward recomputes it)."""
-        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel)) is not None:
+        fuse = seq is None and self.cfg.backend != "unfused"
+        if fuse and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel)) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         return super().glu(x, seq, h)
