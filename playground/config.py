@@ -78,7 +78,7 @@ EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (aft
 DYNAMIC = ("none", "lowrank", "headwise")
 ACTIVATIONS = ("none", "silu")
 INITS = ("default", "zero", "past_average", "random_fixed")
-BACKENDS = ("auto", "torch", "triton", "unfused")
+BACKENDS = ("auto", "torch", "triton", "unfused", "causal_conv1d")
 
 
 @dataclass
@@ -95,7 +95,8 @@ class CanonConfig:
     # the paper's "Canon(cst)")
     init: str = "default"
     # auto: the Triton kernels on CUDA when available (Canon-D fused with SwiGLU) | torch | triton
-    # (required) | unfused: the Triton Canon kernel alone, SwiGLU apart (what the fusion is measured against)
+    # (required) | unfused: the Triton Canon kernel alone, SwiGLU apart (what the fusion is measured
+    # against) | causal_conv1d: the package of the paper's code (CUDA; static, kernel 2-4; optional)
     backend: str = "auto"
     dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters
     rank: int = 8  # lowrank: rank R of the filter generator
@@ -111,6 +112,11 @@ class CanonConfig:
               f"one of {ACTIVATIONS}")
         check(self.init in INITS, "model.canon.init", self.init, f"one of {INITS}")
         check(self.backend in BACKENDS, "model.canon.backend", self.backend, f"one of {BACKENDS}")
+        if self.backend == "causal_conv1d":
+            check(2 <= self.kernel <= 4, "model.canon.kernel", self.kernel,
+                  "2, 3 or 4 with model.canon.backend=causal_conv1d (the widths it is built for)")
+            check(self.dynamic == "none", "model.canon.dynamic", self.dynamic,
+                  "none with model.canon.backend=causal_conv1d (its filters are static)")
         check(self.dynamic in DYNAMIC, "model.canon.dynamic", self.dynamic, f"one of {DYNAMIC}")
         check(self.rank >= 1, "model.canon.rank", self.rank, "an integer >= 1")
         check(self.group >= 1, "model.canon.group", self.group, "an integer >= 1")

@@ -231,8 +231,9 @@ def test_canon_triton_compiles_without_graph_breaks():
 
 
 def test_canon_backends_on_the_cpu():
-    """On the CPU every backend but ``triton`` (which needs CUDA and says so) is the PyTorch
-    reference: the same logits from the same weights; an unknown backend is refused by name."""
+    """On the CPU every backend but ``triton`` and ``causal_conv1d`` (which need CUDA and say so)
+    is the PyTorch reference: the same logits from the same weights; an unknown backend, and
+    causal_conv1d with a kernel or dynamic filters it does not do, are refused by name."""
     from playground.config import ModelConfig
     from playground.errors import ConfigError
     from playground.layers.canon import CanonConfig
@@ -241,15 +242,34 @@ def test_canon_backends_on_the_cpu():
 
     ids = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(0))
     logits = []
-    for backend in ("auto", "unfused", "torch", "triton"):
+    for backend in ("auto", "unfused", "torch", "triton", "causal_conv1d"):
         cfg = ModelConfig(n_layers=1, d_model=32, head_dim=16, mixer=AttentionConfig(),
                           canon=CanonConfig(positions="ABCD", backend=backend))
         model = build_model(cfg, 20, seed=0)
-        if backend == "triton":
-            with pytest.raises(RuntimeError, match="backend=triton needs"):
+        if backend in ("triton", "causal_conv1d"):
+            with pytest.raises(RuntimeError, match=f"backend={backend} needs .* CUDA device"):
                 model(ids)
         else:
             logits.append(model(ids))
     assert all(torch.equal(x, logits[0]) for x in logits)
     with pytest.raises(ConfigError, match="model.canon.backend"):
         CanonConfig(backend="fused")
+    with pytest.raises(ConfigError, match="model.canon.kernel=5 .*causal_conv1d"):
+        CanonConfig(backend="causal_conv1d", kernel=5)
+    with pytest.raises(ConfigError, match="model.canon.dynamic='lowrank' .*static"):
+        CanonConfig(backend="causal_conv1d", dynamic="lowrank")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.skipif(importlib.util.find_spec("causal_conv1d") is None, reason="causal-conv1d is not installed")
+@pytest.mark.parametrize("width", [512, 1536, 2 * 1344])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
+def test_causal_conv1d_backend_matches_reference(width, dtype, act, residual, bias):
+    """``model.canon.backend=causal_conv1d``: y, dx, dw, db against the reference."""
+    from playground.kernels import causal_conv1d_kernel
+
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    compare(causal_conv1d_kernel(), "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
+    compare(causal_conv1d_kernel(), "cuda", dtype, (1, 77, width, 3), act, residual, bias, tol)

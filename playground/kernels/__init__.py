@@ -27,6 +27,18 @@ def _load(module: str, name: str):
 
 _CANON = _load("canon_triton", "canon_conv")
 _CANON_GLU = _load("canon_triton", "canon_glu")
+
+
+def _causal_conv1d():
+    """``adapters.causal_conv1d_canon`` where causal-conv1d imports and CUDA is there, else None."""
+    import torch
+
+    from playground.kernels import adapters
+
+    return adapters.causal_conv1d_canon if torch.cuda.is_available() and adapters.available("causal_conv1d") else None
+
+
+_CAUSAL_CONV1D = _causal_conv1d()
 _DYNAMIC_CANON = _load("dynamic_canon_triton", "dynamic_canon")
 
 
@@ -38,6 +50,11 @@ def canon_kernel():
 def canon_glu_kernel():
     """Canon fused with SwiGLU (``playground::canon_glu``: Canon-D then silu(gate)·up), or None."""
     return _CANON_GLU
+
+
+def causal_conv1d_kernel():
+    """Canon through causal-conv1d (``model.canon.backend=causal_conv1d``), or None."""
+    return _CAUSAL_CONV1D
 
 
 def dynamic_canon_kernel():

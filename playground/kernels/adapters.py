@@ -4,6 +4,8 @@
 - Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
   ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head.
 - Gated DeltaNet: ``fla.ops.gated_delta_rule.chunk_gated_delta_rule``.
+- Canon through ``causal_conv1d.causal_conv1d_fn`` (the package of the paper's code release;
+  ``model.canon.backend=causal_conv1d``), for comparison with our kernel.
 
 Nothing here is imported on CPU: :func:`pick_backend` looks for the packages only when the
 input lives on a CUDA device, so CPU-only use never touches Triton. Each kernel is tested equal
@@ -205,3 +207,16 @@ def gdn_fla(q, k, v, g, beta, scale: float, autotune: str, resets=None) -> torch
     o, _ = chunk_gated_delta_rule(q=q, k=k, v=v, g=g, beta=beta,
                                   **_kwargs_for(chunk_gated_delta_rule, scale=scale, cu_seqlens=cu))
     return o.view(*resets.shape, *o.shape[2:]) if cu is not None else o
+
+
+def causal_conv1d_canon(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, act: bool,
+                        residual: bool) -> torch.Tensor:
+    """A static Canon layer through causal-conv1d (CUDA; kernel widths 2–4): x [B, T, C], w [C, K]
+    (the last tap on the current token, as ours), y = x + act(conv(x) + bias) or without x. The
+    [B, T, C] input is its channel-last layout (``x.transpose(1, 2)``: stride 1 over C), taken
+    without a copy; the taps and bias are cast to x's dtype, as the PyTorch reference does."""
+    from causal_conv1d import causal_conv1d_fn
+
+    z = causal_conv1d_fn(x.transpose(1, 2), w.to(x.dtype), None if bias is None else bias.to(x.dtype),
+                         activation="silu" if act else None).transpose(1, 2)
+    return x + z if residual else z

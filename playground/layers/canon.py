@@ -25,7 +25,12 @@ from torch import nn
 
 from playground.config import EXTRA_POINTS, POINTS, CanonConfig
 from playground.errors import ConfigError
-from playground.kernels import canon_glu_kernel, canon_kernel, dynamic_canon_kernel
+from playground.kernels import (
+    canon_glu_kernel,
+    canon_kernel,
+    causal_conv1d_kernel,
+    dynamic_canon_kernel,
+)
 
 __all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "canon_at"]
 
@@ -69,13 +74,16 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x + y if cfg.residual else y
 
 
+NAMED_BACKENDS = {"triton": "triton", "causal_conv1d": "the causal-conv1d package"}
+
+
 def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find):
     """The fused kernel (``find()``) for a plain full-sequence call, as ``backend`` asks."""
     if cfg.backend == "torch":
         return None
     kernel = find() if x.is_cuda else None
-    if kernel is None and cfg.backend == "triton":  # asked for by name: never silently the reference
-        raise RuntimeError("model.canon.backend=triton needs triton and a CUDA device")
+    if kernel is None and cfg.backend in NAMED_BACKENDS:  # asked for by name: never silently the reference
+        raise RuntimeError(f"model.canon.backend={cfg.backend} needs {NAMED_BACKENDS[cfg.backend]} and a CUDA device")
     return kernel
 
 
@@ -142,7 +150,8 @@ class Canon(GLUOutput, nn.Module):
 
     def forward(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """x: [B, T, C] -> [B, T, C] (``h`` is for dynamic Canon; a static layer ignores it)."""
-        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_kernel)) is not None:
+        find = causal_conv1d_kernel if self.cfg.backend == "causal_conv1d" else canon_kernel
+        if seq is None and (kernel := pick_kernel(self.cfg, x, find)) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         bias = None if self.bias is None else self.bias.to(x.dtype)
@@ -156,7 +165,7 @@ class Canon(GLUOutput, nn.Module):
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """silu(gate) · up of the output; on a full sequence the fused kernel does the layer and
         SwiGLU in one pass (its output is never written, the backward recomputes it)."""
-        fuse = seq is None and self.cfg.backend != "unfused"
+        fuse = seq is None and self.cfg.backend in ("auto", "triton")
         if fuse and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel)) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
