@@ -94,9 +94,10 @@ class CanonConfig:
     # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
     # the paper's "Canon(cst)")
     init: str = "default"
-    # auto: the Triton kernels on CUDA when available (Canon-D fused with SwiGLU) | torch | triton
-    # (required) | unfused: the Triton Canon kernel alone, SwiGLU apart (what the fusion is measured
-    # against) | causal_conv1d: the package of the paper's code (CUDA; static, kernel 2-4; optional)
+    # auto: the Triton kernels on CUDA when available (Canon-D fused with SwiGLU, Canon-B with the
+    # q/k/v split and RoPE) | torch | triton (required) | unfused: the Triton Canon kernel alone,
+    # SwiGLU and RoPE apart (what the fusions are measured against) | causal_conv1d: the package of
+    # the paper's code (CUDA; static, kernel 2-4; optional)
     backend: str = "auto"
     dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters
     rank: int = 8  # lowrank: rank R of the filter generator

@@ -17,7 +17,7 @@ import tempfile
 import pytest
 import torch
 
-from playground.layers.canon import causal_conv
+from playground.layers.canon import CanonConfig, causal_conv
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 # (B, T, C, K) × act × residual × bias: T and C not multiples of the blocks, B = 1, K = 1..4
@@ -100,8 +100,94 @@ def test_canon_glu_interpreter_matches_reference(chunks):
                     "    t.compare_glu(m.canon_glu, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
 
 
-INT_ARGS = {"T", "C", "H", "SPLITS", "STRIP"}
-FP32_ARGS = {"W", "Bias", "DW", "DB"}
+# Canon-B fused with the q/k/v split and RoPE: (B, T, heads, head_dim, K, rotated dims, rotated heads)
+ROPE_CASES = list(itertools.product([(2, 37, 2, 16, 4, 16, 2), (1, 21, 4, 12, 3, 4, 2), (2, 19, 2, 8, 2, 0, 0)],
+                                    [False, True], [True, False], [False, True]))
+
+
+def rope_reference(u, w, b, act, residual, inv_freq, n_heads, rot_heads):
+    """Canon, then q/k/v heads [3, B, H, T, hd], then GPT-NeoX RoPE (x1 cos − x2 sin, x2 cos + x1 sin
+    on the first r dims) on the first ``rot_heads`` heads of q and k."""
+    y = reference(u, w, b, act, residual)
+    bsz, t, c = y.shape
+    hd, half = c // (3 * n_heads), inv_freq.numel()
+    qkv = y.view(bsz, t, 3, n_heads, hd).permute(2, 0, 3, 1, 4)
+    angle = torch.arange(t, device=u.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
+    cos, sin = angle.cos(), angle.sin()
+    out = []
+    for sec in range(3):
+        heads = []
+        for h in range(n_heads):
+            x = qkv[sec, :, h]
+            if sec < 2 and h < rot_heads and half:
+                x1, x2, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
+                x = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+            heads.append(x)
+        out.append(torch.stack(heads, 1))
+    return torch.stack(out)
+
+
+def compare_rope(op, device, dtype, case, act, residual, bias, tol):
+    b_, t, nh, hd, k, r, rh = case
+    c = 3 * nh * hd
+    g = torch.Generator().manual_seed(sum(case) + 2)
+    u = torch.randn(b_, t, c, generator=g).to(device, dtype).requires_grad_()
+    w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
+    bv = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
+    inv_freq = (10000.0 ** (-torch.arange(r // 2, dtype=torch.float64) / max(r // 2, 1))).float().to(device)
+    angle = torch.arange(t, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
+    cos, sin = angle.cos(), angle.sin()
+    gout = torch.randn(3, b_, nh, t, hd, generator=g).to(device, dtype)
+    inputs = [u, w] + ([bv] if bias else [])
+    assert_same(lambda *v: op(v[0], v[1], v[2] if bias else None, cos, sin, act, residual, nh, rh),
+                lambda *v: rope_reference(v[0], v[1], v[2] if bias else None, act, residual, inv_freq, nh, rh),
+                inputs, gout, tol)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+@pytest.mark.parametrize("chunks", [3, 10**6], ids=["strips_of_3_chunks", "whole_sequences"])
+def test_canon_rope_interpreter_matches_reference(chunks):
+    """Canon-B fused with the head split and RoPE (full, a quarter of the dims on half the heads,
+    none; a head width that is not a power of two): out, du, dw, db in fp32."""
+    run_interpreted("from playground.kernels import canon_triton as m\n"
+                    f"m.BWD_MIN_STRIP = {chunks} * m.BWD_BLOCK_T\n"
+                    "for case, act, res, bias in t.ROPE_CASES:\n"
+                    "    t.compare_rope(m.canon_rope, 'cpu', torch.float32, case, act, res, bias, 1e-5)\n")
+
+
+def fused_reads_match_torch():
+    """Attention with Canon-B (full, quarter, half-heads RoPE, NoPE) and the SwiGLU MLP with
+    Canon-D, their fused kernels forced onto the CPU, against backend=torch: output and every
+    gradient. (The wiring: head layout, RoPE tables, rotated heads.)"""
+    from playground.kernels import canon_triton
+    from playground.layers import canon
+    from playground.layers.mlp import MLP
+    from playground.mixers.attention import Attention, AttentionConfig
+
+    canon.pick_kernel = lambda cfg, x, find: None if cfg.backend == "torch" else find()
+    canon.canon_rope_kernel = lambda: canon_triton.canon_rope
+    canon.canon_glu_kernel = lambda: canon_triton.canon_glu
+    canon.canon_kernel = lambda: canon_triton.canon_conv
+    x = torch.randn(2, 21, 48, requires_grad=True)
+    for make in [lambda cc, f=f, h=h: Attention(48, 12, AttentionConfig(rope_fraction=f, rope_heads=h), cc)
+                 for f, h in [(1.0, 1.0), (0.34, 1.0), (1.0, 0.5), (0.0, 1.0)]] + [lambda cc: MLP(48, "swiglu", cc)]:
+        outs = []
+        for backend in ("auto", "torch"):
+            torch.manual_seed(0)
+            layer = make(CanonConfig(positions="ABCD", backend=backend, activation="silu", bias=True))
+            y = layer(x)
+            outs.append([y, *torch.autograd.grad(y.square().sum(), [x, *layer.parameters()])])
+        for a, b in zip(*outs):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_fused_reads_in_attention_and_mlp_interpreter():
+    run_interpreted("t.fused_reads_match_torch()\n")
+
+
+INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B"}
+FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin"}
 
 
 def hopper_usage(fn, constexprs: dict, warps: int) -> dict[str, int]:
@@ -135,7 +221,9 @@ def test_canon_kernels_compile_for_hopper_without_spills():
     bwd = {"BT": m.BWD_BLOCK_T, "BC": m.BWD_BLOCK_C}
     kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
                (m._glu_fwd_kernel, {**fwd, "BC": m.GLU_BLOCK_C}, m.FWD_WARPS),
-               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BLOCK_C}, m.BWD_WARPS)]
+               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BLOCK_C}, m.BWD_WARPS),
+               (m._rope_fwd_kernel, {**fwd, "BC": 64, "HD": 64, "ROT": 64}, m.FWD_WARPS),
+               (m._rope_bwd_kernel, {**bwd, "BC": 64, "HD": 64, "ROT": 64}, m.BWD_WARPS)]
     for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
         usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
         print(fn.__name__, act, residual, bias, usage)
@@ -176,6 +264,19 @@ def test_canon_glu_gpu_matches_reference(width, dtype, act, residual, bias):
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare_glu(canon_glu_kernel(), "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
     compare_glu(canon_glu_kernel(), "cuda", dtype, (1, 77, width, 4), act, residual, bias, tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("case", [(2, 2048, 8, 64, 4, 64, 8), (2, 2048, 12, 64, 4, 16, 12), (1, 77, 8, 64, 4, 64, 4)],
+                         ids=["rope", "quarter", "half_heads_ragged_t"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
+def test_canon_rope_gpu_matches_reference(case, dtype, act, residual, bias):
+    from playground.kernels import canon_rope_kernel
+
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    compare_rope(canon_rope_kernel(), "cuda", dtype, case, act, residual, bias, tol)
 
 
 DYN_CASES = list(itertools.product([(2, 70, 130, 4, 8), (1, 5, 7, 3, 4), (2, 33, 64, 1, 16)], [True, False]))
@@ -228,6 +329,15 @@ def test_canon_triton_compiles_without_graph_breaks():
     torch.testing.assert_close(fn(x, w), 2 * reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
     fn = torch.compile(lambda x, w: glu(x, w, None, False, True) * 2, fullgraph=True)
     torch.testing.assert_close(fn(x, w), 2 * glu_reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
+    from playground.kernels import canon_rope_kernel
+
+    x, w = torch.randn(2, 64, 3 * 128, device="cuda"), torch.randn(3 * 128, 4, device="cuda")
+    inv_freq = torch.rand(16, device="cuda")
+    angle = torch.arange(64, device="cuda")[:, None] * inv_freq[None, :]
+    fn = torch.compile(lambda x, w: canon_rope_kernel()(x, w, None, angle.cos(), angle.sin(), False, True, 4, 4) * 2,
+                       fullgraph=True)
+    torch.testing.assert_close(fn(x, w), 2 * rope_reference(x, w, None, False, True, inv_freq, 4, 4),
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_canon_backends_on_the_cpu():

@@ -27,6 +27,7 @@ def _load(module: str, name: str):
 
 _CANON = _load("canon_triton", "canon_conv")
 _CANON_GLU = _load("canon_triton", "canon_glu")
+_CANON_ROPE = _load("canon_triton", "canon_rope")
 
 
 def _causal_conv1d():
@@ -50,6 +51,11 @@ def canon_kernel():
 def canon_glu_kernel():
     """Canon fused with SwiGLU (``playground::canon_glu``: Canon-D then silu(gate)·up), or None."""
     return _CANON_GLU
+
+
+def canon_rope_kernel():
+    """Canon-B fused with the q/k/v head split and RoPE (``playground::canon_rope``), or None."""
+    return _CANON_ROPE
 
 
 def causal_conv1d_kernel():

@@ -194,24 +194,26 @@ def _strips(b: int, t: int, c: int, device: torch.device, block_c: int = BWD_BLO
 def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                    act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dx, dw, db) of :func:`canon_conv` (db is zeros when there is no bias)."""
-    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, x.shape[2], BWD_BLOCK_C)
+    c = x.shape[2]
+    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, triton.cdiv(c, BWD_BLOCK_C), c, BWD_BLOCK_C)
 
 
-def _strip_backward(kernel, grad, x, w, bias, act, residual, width: int, block_c: int):
-    """Launch a strip backward kernel (one program per block of ``block_c`` of ``width`` channels
-    and strip of a sequence) and sum its partial rows: (dx, dw, db)."""
+def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size: int, block_c: int,
+                    extra=(), **meta):
+    """Launch a strip backward kernel — ``programs`` channel blocks of ``block_c`` × strips of each
+    sequence; ``size`` its channel-count argument, ``extra`` its own arguments after the strip's —
+    and sum its partial rows: (dx, dw, db)."""
     b, t, c = x.shape
     k = w.shape[1]
-    splits, strip = _strips(b, t, width, x.device, block_c)
+    splits, strip = _strips(b, t, programs * block_c, x.device, block_c)
     dx = torch.empty_like(x)
     dw_part = torch.empty(b * splits, c, k, dtype=torch.float32, device=x.device)
     db_part = dw_part  # a placeholder, not written, without a bias
     if bias is not None:
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
-    grid = (triton.cdiv(width, block_c), b * splits)
-    kernel[grid](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, width,
-                 splits, strip, K=k, HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
-                 BT=BWD_BLOCK_T, BC=block_c, num_warps=BWD_WARPS)
+    kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
+                                   splits, strip, *extra, K=k, HAS_BIAS=bias is not None, ACT=act,
+                                   RESIDUAL=residual, BT=BWD_BLOCK_T, BC=block_c, num_warps=BWD_WARPS, **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db
 
@@ -399,7 +401,8 @@ def _(u, w, bias, act, residual):
 def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                   act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
-    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, u.shape[2] // 2, GLU_BLOCK_C)
+    h = u.shape[2] // 2
+    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BLOCK_C), h, GLU_BLOCK_C)
 
 
 @canon_glu_bwd.register_fake
@@ -408,3 +411,184 @@ def _(dh, u, w, bias, act, residual):
 
 
 canon_glu.register_autograd(_autograd(canon_glu_bwd), setup_context=_setup)
+
+
+# -- Canon-B fused with the q/k/v split and RoPE -----------------------------------------------
+# u = x·W_qkv: [B, T, 3d] (q ‖ k ‖ v, each H heads of hd). out[s, b, h] = rope(Canon(u))[b, :, s·d +
+# h·hd : … + hd] for s = q, k, v: [3, B, H, T, hd], the layout attention reads, written once. RoPE
+# (GPT-NeoX halves, angle t·f_i, f = inv_freq) on the first ROT dims of the first ROT_HEADS heads of
+# q and k: out_i = y_i cos + y_p(i) σ_i sin, p(i) the paired dim, σ = −1 on the first half. The
+# backward un-rotates the incoming gradient (dy_j = g_j cos − σ_j g_p(j) sin) and runs the Canon
+# backward on it, so neither Canon's output nor the rotated copy is stored.
+@triton.jit
+def _rope_lanes(i, t, T, Cos, Sin, ROT: tl.constexpr):
+    """Per lane i of a head: (partner lane, σ·sin, cos) at rows t from the [T, ROT/2] tables;
+    lanes ≥ ROT (and rows ≥ T): (i, 0, 1)."""
+    half = ROT // 2
+    rot = i < ROT
+    first = i < half
+    partner = tl.where(rot, tl.where(first, i + half, i - half), i)
+    m = (t < T)[:, None] & rot[None, :]
+    at = t[:, None] * half + tl.where(first, i, i - half)[None, :]
+    sign = tl.where(first, -1.0, 1.0)
+    sin = tl.load(Sin + at, mask=m, other=0.0) * sign[None, :]
+    cos = tl.load(Cos + at, mask=m, other=1.0)
+    return partner, sin, cos
+
+
+@triton.jit
+def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                     ACT: tl.constexpr, RESIDUAL: tl.constexpr, HD: tl.constexpr, ROT: tl.constexpr,
+                     BT: tl.constexpr, BC: tl.constexpr):
+    pid_t, pid_h, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    s, h = pid_h // NH, pid_h % NH  # section (q, k, v) and head
+    C = 3 * NH * HD
+    t = pid_t * BT + tl.arange(0, BT)
+    i = tl.arange(0, BC)
+    head = s * NH * HD + h * HD
+    cmask = tl.where(i < HD, head + i, C)  # lanes past the head read nothing (channel C is masked)
+    base = b.to(tl.int64) * T * C
+    z, x = _conv_tile(U, W, Bias, base, t, cmask, T, C, K, HAS_BIAS, BT, BC)
+    y = z * tl.sigmoid(z) if ACT else z
+    if RESIDUAL:
+        y += x
+    if ROT > 0:
+        if (s < 2) & (h < ROT_HEADS):
+            partner, sin, cos = _rope_lanes(i, t, T, Cos, Sin, ROT)
+            zp, xp = _conv_tile(U, W, Bias, base, t, tl.where(i < HD, head + partner, C), T, C, K, HAS_BIAS, BT, BC)
+            yp = zp * tl.sigmoid(zp) if ACT else zp
+            if RESIDUAL:
+                yp += xp
+            y = y * cos + yp * sin
+    m = (t < T)[:, None] & (i < HD)[None, :]
+    out = OUT + ((s * tl.num_programs(2) + b).to(tl.int64) * NH + h) * T * HD
+    tl.store(out + t[:, None] * HD + i[None, :], y.to(OUT.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Sin, ROT_HEADS, B,
+                     K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
+                     HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+    """One program: head h of section s of sequence b, rows [s·STRIP, (s+1)·STRIP) in chunks of
+    BT — :func:`_bwd_kernel`'s scheme, dy at rows t..t+K-1 un-rotated from the [3, B, H, T, hd]
+    gradient. Partial rows of dw / db: [program, 3d, K] / [program, 3d]."""
+    pid_h, pid = tl.program_id(0), tl.program_id(1)
+    b, sp = pid // SPLITS, pid % SPLITS
+    s, h = pid_h // NH, pid_h % NH
+    C = 3 * NH * HD
+    i = tl.arange(0, BC)
+    cm = i < HD
+    c = s * NH * HD + h * HD + i
+    base = b.to(tl.int64) * T * C
+    gbase = ((s * B + b).to(tl.int64) * NH + h) * T * HD
+    rotating = (s < 2) & (h < ROT_HEADS)
+    w = ()
+    acc_w = ()
+    for j in tl.static_range(K):
+        w = w + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
+        acc_w = acc_w + (tl.zeros((BT, BC), dtype=tl.float32),)
+    acc_b = tl.zeros((BT, BC), dtype=tl.float32)
+    bias = tl.zeros((BC,), dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
+    start = sp * STRIP
+    for t0 in range(start, tl.minimum(start + STRIP, T), BT):
+        t = t0 + tl.arange(0, BT)
+        xs = ()
+        for o in tl.static_range(2 * K - 1 if ACT else K):
+            r = t - (K - 1) + o
+            m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
+            xs = xs + (tl.load(U + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32),)
+        dy = tl.zeros((BT, BC), dtype=tl.float32)
+        dz = ()
+        for d in tl.static_range(K):
+            r = t + d
+            m = (r < T)[:, None] & cm[None, :]
+            g = tl.load(DOUT + gbase + r[:, None] * HD + i[None, :], mask=m, other=0.0).to(tl.float32)
+            if ROT > 0:
+                if rotating:
+                    partner, sin, cos = _rope_lanes(i, r, T, Cos, Sin, ROT)
+                    gp = tl.load(DOUT + gbase + r[:, None] * HD + partner[None, :], mask=m, other=0.0)
+                    g = g * cos - gp.to(tl.float32) * sin
+            if d == 0:
+                dy = g
+            if ACT:
+                z = tl.zeros((BT, BC), dtype=tl.float32)
+                for j in tl.static_range(K):
+                    z += xs[d + j] * w[j][None, :]
+                if HAS_BIAS:
+                    z += bias[None, :]
+                g = g * _silu_grad(z)
+            dz = dz + (g,)
+        dx = dy if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
+        acc = ()
+        for j in tl.static_range(K):
+            dx += w[j][None, :] * dz[K - 1 - j]
+            acc = acc + (acc_w[j] + dz[0] * xs[j],)
+        acc_w = acc
+        if HAS_BIAS:
+            acc_b += dz[0]
+        m = (t < T)[:, None] & cm[None, :]
+        tl.store(DU + base + t[:, None] * C + c[None, :], dx.to(DU.dtype.element_ty), mask=m)
+    part = pid.to(tl.int64) * C
+    for j in tl.static_range(K):
+        tl.store(DW + (part + c) * K + j, tl.sum(acc_w[j], axis=0), mask=cm)
+    if HAS_BIAS:
+        tl.store(DB + part + c, tl.sum(acc_b, axis=0), mask=cm)
+
+
+def _head_block(u: torch.Tensor, n_heads: int) -> tuple[int, int]:
+    """(head_dim, the power-of-two block of lanes that covers it)."""
+    hd = u.shape[2] // (3 * n_heads)
+    return hd, triton.next_power_of_2(hd)
+
+
+@torch.library.custom_op("playground::canon_rope", mutates_args=())
+def canon_rope(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cos: torch.Tensor, sin: torch.Tensor,
+               act: bool, residual: bool, n_heads: int, rot_heads: int) -> torch.Tensor:
+    """u: [B, T, 3d] contiguous (q ‖ k ‖ v); w: [3d, K]; cos, sin: [T, r/2] fp32, the angles of
+    positions 0..T-1 (RoPE on the first r dims of the first ``rot_heads`` heads of q and k; r = 0:
+    none). Returns [3, B, H, T, hd]: q, k, v of canon_conv(u, w, bias, act, residual), q and k rotated."""
+    b, t, c = u.shape
+    hd, block = _head_block(u, n_heads)
+    out = u.new_empty(3, b, n_heads, t, hd)
+    grid = (triton.cdiv(t, BLOCK_T), 3 * n_heads, b)
+    _rope_fwd_kernel[grid](u, w, bias if bias is not None else w, cos, sin, out, t, n_heads, rot_heads,
+                           K=w.shape[1], HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual, HD=hd,
+                           ROT=2 * cos.shape[1], BT=BLOCK_T, BC=block, num_warps=FWD_WARPS)
+    return out
+
+
+@canon_rope.register_fake
+def _(u, w, bias, cos, sin, act, residual, n_heads, rot_heads):
+    return u.new_empty(3, u.shape[0], n_heads, u.shape[1], u.shape[2] // (3 * n_heads))
+
+
+@torch.library.custom_op("playground::canon_rope_bwd", mutates_args=())
+def canon_rope_bwd(dout: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+                   cos: torch.Tensor, sin: torch.Tensor, act: bool, residual: bool, n_heads: int,
+                   rot_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients (du, dw, db) of :func:`canon_rope` (db is zeros when there is no bias)."""
+    hd, block = _head_block(u, n_heads)
+    return _strip_backward(_rope_bwd_kernel, dout, u, w, bias, act, residual, 3 * n_heads, n_heads, block,
+                           extra=(cos, sin, rot_heads, u.shape[0]), HD=hd, ROT=2 * cos.shape[1])
+
+
+@canon_rope_bwd.register_fake
+def _(dout, u, w, bias, cos, sin, act, residual, n_heads, rot_heads):
+    return torch.empty_like(u), torch.empty_like(w), u.new_empty(w.shape[0], dtype=torch.float32)
+
+
+def _rope_setup(ctx, inputs, output) -> None:
+    u, w, bias, cos, sin, act, residual, n_heads, rot_heads = inputs
+    ctx.save_for_backward(u, w, bias, cos, sin)
+    ctx.args = act, residual, n_heads, rot_heads
+
+
+def _rope_backward(ctx, dout):
+    u, w, bias, cos, sin = ctx.saved_tensors
+    du, dw, db = canon_rope_bwd(dout.contiguous(), u, w, bias, cos, sin, *ctx.args)
+    return du, dw, (db.to(bias.dtype) if bias is not None else None), *([None] * 6)
+
+
+canon_rope.register_autograd(_rope_backward, setup_context=_rope_setup)

@@ -28,6 +28,7 @@ from playground.errors import ConfigError
 from playground.kernels import (
     canon_glu_kernel,
     canon_kernel,
+    canon_rope_kernel,
     causal_conv1d_kernel,
     dynamic_canon_kernel,
 )
@@ -123,16 +124,23 @@ def causal_conv_segmented(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     return y if bias is None else y + bias
 
 
-class GLUOutput:
-    """``glu``: SwiGLU's silu(gate) · up of a layer's output, its two halves — how the MLP reads
-    Canon-D. A layer with a kernel that does both in one pass overrides it."""
+class CanonReads:
+    """How the layer after Canon-D or Canon-B reads its output; a Canon layer with a kernel that
+    fuses the read into its own pass overrides these."""
 
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
+        """SwiGLU's silu(gate) · up of the output's two halves (the MLP reading Canon-D)."""
         gate, up = self(x, seq, h).chunk(2, dim=-1)
         return F.silu(gate) * up
 
+    def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
+        """The output of a full-sequence call as q, k, v heads [3, B, H, T, hd], q and k rotated
+        at positions 0..T-1 (attention reading Canon-B) — where one kernel does it all; None:
+        the caller composes it."""
+        return None
 
-class Canon(GLUOutput, nn.Module):
+
+class Canon(CanonReads, nn.Module):
     """A Canon layer of ``width`` channels. With a decoding cache it keeps the last K-1 inputs."""
 
     def __init__(self, width: int, cfg: CanonConfig):
@@ -171,6 +179,17 @@ class Canon(GLUOutput, nn.Module):
                           self.cfg.residual)
         return super().glu(x, seq, h)
 
+    def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
+        if self.cfg.backend not in ("auto", "triton"):
+            return None
+        kernel = pick_kernel(self.cfg, x, canon_rope_kernel)
+        if kernel is None:
+            return None
+        t = torch.arange(x.shape[1], device=x.device)
+        cos, sin = rotary.angles(t) if rotary.enabled else (x.new_empty(x.shape[1], 0, dtype=torch.float32),) * 2
+        return kernel(x.contiguous(), self.weight, self.bias, cos, sin, self.cfg.activation == "silu",
+                      self.cfg.residual, n_heads, rotary.rot_heads if rotary.enabled else 0)
+
 
 class ShortConv(Canon):
     """The short causal depthwise conv of the original GLA/Mamba2 code (no residual): a Canon
@@ -188,7 +207,7 @@ class ShortConv(Canon):
             nn.init.uniform_(self.bias, -bound, bound, generator=generator)
 
 
-class NoCanon(GLUOutput, nn.Module):
+class NoCanon(CanonReads, nn.Module):
     """Stands where a Canon layer is not configured, so call sites need no branches."""
 
     def forward(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
@@ -225,7 +244,7 @@ def dynamic_conv(x: torch.Tensor, w: torch.Tensor, prev: torch.Tensor | None = N
     return y
 
 
-class DynamicCanon(GLUOutput, nn.Module):
+class DynamicCanon(CanonReads, nn.Module):
     """A dynamic Canon layer of ``width`` channels whose filters come from a ``source``-wide h."""
 
     def __init__(self, width: int, source: int, cfg: CanonConfig):

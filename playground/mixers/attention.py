@@ -69,13 +69,18 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
         b, t, d = x.shape
-        qkv = self.canon_b(self.qkv(x), seq, x)
-        qkv = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # [3, B, H, T, hd]
-        positions = 0 if seq is None else (seq.offset if seq.positions is None else seq.positions)
-        angles = None if seq is None else seq.shared(
-            ("rope", self.rotary.key), lambda: self.rotary.table(positions, t, x.device))
-        q, k = self.rotary(qkv[:2], positions, angles)  # q and k rotated together
-        v = qkv[2]
+        u = self.qkv(x)
+        fused = self.canon_b.rope_heads(u, self.rotary, self.n_heads) if seq is None else None
+        if fused is not None:  # Canon-B, the head split and RoPE in one kernel pass
+            q, k, v = fused
+        else:
+            qkv = self.canon_b(u, seq, x)
+            qkv = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # [3, B, H, T, hd]
+            positions = 0 if seq is None else (seq.offset if seq.positions is None else seq.positions)
+            angles = None if seq is None else seq.shared(
+                ("rope", self.rotary.key), lambda: self.rotary.table(positions, t, x.device))
+            q, k = self.rotary(qkv[:2], positions, angles)  # q and k rotated together
+            v = qkv[2]
         if seq is not None and seq.cache is not None:
             k, v = self._extend_cache(seq, k, v)
         t_k = k.shape[2]
