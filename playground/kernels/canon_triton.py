@@ -81,6 +81,69 @@ def _fwd_kernel(X, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, AC
 
 
 @triton.jit
+def _taps(W, Bias, c, cm, K: tl.constexpr, HAS_BIAS: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+    """A channel block's K taps and bias (fp32 [BC] vectors) and zeroed accumulators: one [BT, BC]
+    per tap for Σ dz · x shifted, one for Σ dz (db)."""
+    w = ()
+    acc_w = ()
+    for j in tl.static_range(K):
+        w = w + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
+        acc_w = acc_w + (tl.zeros((BT, BC), dtype=tl.float32),)
+    bias = tl.zeros((BC,), dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
+    return w, acc_w, tl.zeros((BT, BC), dtype=tl.float32), bias
+
+
+@triton.jit
+def _rows(X, base, t, c, cm, T, C, N: tl.constexpr, K: tl.constexpr):
+    """x at rows t-(K-1) .. t-(K-1)+N-1 of channels c (zero outside 0..T-1): N fp32 tiles."""
+    xs = ()
+    for o in tl.static_range(N):
+        r = t - (K - 1) + o
+        m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
+        xs = xs + (tl.load(X + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32),)
+    return xs
+
+
+@triton.jit
+def _act_grad(g, xs, w, bias, d, K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
+              BT: tl.constexpr, BC: tl.constexpr):
+    """dz at rows t+d from dy there: times silu'(z) with the activation, z recomputed from x."""
+    if ACT:
+        z = tl.zeros((BT, BC), dtype=tl.float32)
+        for j in tl.static_range(K):
+            z += xs[d + j] * w[j][None, :]
+        if HAS_BIAS:
+            z += bias[None, :]
+        g = g * _silu_grad(z)
+    return g
+
+
+@triton.jit
+def _chunk(dy, dz, xs, w, acc_w, acc_b, K: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr,
+           BT: tl.constexpr, BC: tl.constexpr):
+    """dx at the chunk's rows, [dy] + Σ_j w_j dz[t+K-1-j], and the accumulators with this chunk."""
+    dx = dy if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
+    acc = ()
+    for j in tl.static_range(K):
+        dx += w[j][None, :] * dz[K - 1 - j]
+        acc = acc + (acc_w[j] + dz[0] * xs[j],)
+    if HAS_BIAS:
+        acc_b += dz[0]
+    return dx, acc, acc_b
+
+
+@triton.jit
+def _partials(DW, DB, part, c, cm, acc_w, acc_b, K: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The strip's dw / db summed over its rows, into the program's partial row ``part``."""
+    for j in tl.static_range(K):
+        tl.store(DW + (part + c) * K + j, tl.sum(acc_w[j], axis=0), mask=cm)
+    if HAS_BIAS:
+        tl.store(DB + part + c, tl.sum(acc_b, axis=0), mask=cm)
+
+
+@triton.jit
 def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr,
                 HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
                 BT: tl.constexpr, BC: tl.constexpr):
@@ -96,57 +159,25 @@ def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr
     c = pid_c * BC + tl.arange(0, BC)
     cm = c < C
     base = b.to(tl.int64) * T * C
-    w = ()  # the taps, one [BC] vector each
-    acc_w = ()  # Σ dz · x shifted, one [BT, BC] accumulator per tap
-    for j in tl.static_range(K):
-        w = w + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
-        acc_w = acc_w + (tl.zeros((BT, BC), dtype=tl.float32),)
-    acc_b = tl.zeros((BT, BC), dtype=tl.float32)
-    bias = tl.zeros((BC,), dtype=tl.float32)
-    if HAS_BIAS:
-        bias = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
+    w, acc_w, acc_b, bias = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)
     start = s * STRIP
     for t0 in range(start, tl.minimum(start + STRIP, T), BT):
         t = t0 + tl.arange(0, BT)
         # x at rows t-(K-1) .. t (the taps' inputs); with the activation also up to t+K-1
-        xs = ()
-        for o in tl.static_range(2 * K - 1 if ACT else K):
-            r = t - (K - 1) + o
-            m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
-            xv = tl.load(X + base + r[:, None] * C + c[None, :], mask=m, other=0.0)
-            xs = xs + (xv.to(tl.float32),)
-        # dz at rows t+d, d = 0..K-1 (zero past T)
+        xs = _rows(X, base, t, c, cm, T, C, 2 * K - 1 if ACT else K, K)
         dy = tl.zeros((BT, BC), dtype=tl.float32)
-        dz = ()
+        dz = ()  # dz at rows t+d, d = 0..K-1 (zero past T)
         for d in tl.static_range(K):
             r = t + d
             m = (r < T)[:, None] & cm[None, :]
             g = tl.load(DY + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
             if d == 0:
                 dy = g  # dy at the chunk's own rows, for the residual
-            if ACT:
-                z = tl.zeros((BT, BC), dtype=tl.float32)
-                for j in tl.static_range(K):
-                    z += xs[d + j] * w[j][None, :]
-                if HAS_BIAS:
-                    z += bias[None, :]
-                g = g * _silu_grad(z)
-            dz = dz + (g,)
-        dx = dy if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
-        acc = ()
-        for j in tl.static_range(K):
-            dx += w[j][None, :] * dz[K - 1 - j]
-            acc = acc + (acc_w[j] + dz[0] * xs[j],)
-        acc_w = acc
-        if HAS_BIAS:
-            acc_b += dz[0]
+            dz = dz + (_act_grad(g, xs, w, bias, d, K, HAS_BIAS, ACT, BT, BC),)
+        dx, acc_w, acc_b = _chunk(dy, dz, xs, w, acc_w, acc_b, K, HAS_BIAS, RESIDUAL, BT, BC)
         m = (t < T)[:, None] & cm[None, :]
         tl.store(DX + base + t[:, None] * C + c[None, :], dx.to(DX.dtype.element_ty), mask=m)
-    part = pid.to(tl.int64) * C  # this program's partial row
-    for j in tl.static_range(K):
-        tl.store(DW + (part + c) * K + j, tl.sum(acc_w[j], axis=0), mask=cm)
-    if HAS_BIAS:
-        tl.store(DB + part + c, tl.sum(acc_b, axis=0), mask=cm)
+    _partials(DW, DB, pid.to(tl.int64) * C, c, cm, acc_w, acc_b, K, HAS_BIAS)
 
 
 def _grid(b: int, t: int, c: int) -> tuple[int, int, int]:
@@ -313,32 +344,13 @@ def _glu_bwd_kernel(U, W, Bias, DH, DU, DW, DB, T, H, SPLITS, STRIP, K: tl.const
     C = 2 * H
     base = b.to(tl.int64) * T * C
     hbase = b.to(tl.int64) * T * H
-    wg = ()
-    wu = ()
-    acc_g = ()  # Σ dz · u shifted, per tap, gate half
-    acc_u = ()
-    for j in tl.static_range(K):
-        wg = wg + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
-        wu = wu + (tl.load(W + (c + H) * K + j, mask=cm, other=0.0).to(tl.float32),)
-        acc_g = acc_g + (tl.zeros((BT, BC), dtype=tl.float32),)
-        acc_u = acc_u + (tl.zeros((BT, BC), dtype=tl.float32),)
-    acc_bg = tl.zeros((BT, BC), dtype=tl.float32)
-    acc_bu = tl.zeros((BT, BC), dtype=tl.float32)
-    bg = tl.zeros((BC,), dtype=tl.float32)
-    bu = tl.zeros((BC,), dtype=tl.float32)
-    if HAS_BIAS:
-        bg = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
-        bu = tl.load(Bias + c + H, mask=cm, other=0.0).to(tl.float32)
+    wg, acc_g, acc_bg, bg = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)  # gate half
+    wu, acc_u, acc_bu, bu = _taps(W, Bias, c + H, cm, K, HAS_BIAS, BT, BC)  # up half
     start = s * STRIP
     for t0 in range(start, tl.minimum(start + STRIP, T), BT):
         t = t0 + tl.arange(0, BT)
-        xg = ()  # u at rows t-(K-1) .. t+K-1, both halves
-        xu = ()
-        for o in tl.static_range(2 * K - 1):
-            r = t - (K - 1) + o
-            m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
-            xg = xg + (tl.load(U + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32),)
-            xu = xu + (tl.load(U + base + r[:, None] * C + (c + H)[None, :], mask=m, other=0.0).to(tl.float32),)
+        xg = _rows(U, base, t, c, cm, T, C, 2 * K - 1, K)  # u at rows t-(K-1) .. t+K-1
+        xu = _rows(U, base, t, c + H, cm, T, C, 2 * K - 1, K)
         dzg = ()
         dzu = ()
         dyg = tl.zeros((BT, BC), dtype=tl.float32)
@@ -351,30 +363,14 @@ def _glu_bwd_kernel(U, W, Bias, DH, DU, DW, DB, T, H, SPLITS, STRIP, K: tl.const
             if d == 0:
                 dyg = g1  # dy at the chunk's own rows, for the residual
                 dyu = u1
-        dxg = dyg if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
-        dxu = dyu if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
-        ng = ()
-        nu = ()
-        for j in tl.static_range(K):
-            dxg += wg[j][None, :] * dzg[K - 1 - j]
-            dxu += wu[j][None, :] * dzu[K - 1 - j]
-            ng = ng + (acc_g[j] + dzg[0] * xg[j],)
-            nu = nu + (acc_u[j] + dzu[0] * xu[j],)
-        acc_g = ng
-        acc_u = nu
-        if HAS_BIAS:
-            acc_bg += dzg[0]
-            acc_bu += dzu[0]
+        dxg, acc_g, acc_bg = _chunk(dyg, dzg, xg, wg, acc_g, acc_bg, K, HAS_BIAS, RESIDUAL, BT, BC)
+        dxu, acc_u, acc_bu = _chunk(dyu, dzu, xu, wu, acc_u, acc_bu, K, HAS_BIAS, RESIDUAL, BT, BC)
         m = (t < T)[:, None] & cm[None, :]
         tl.store(DU + base + t[:, None] * C + c[None, :], dxg.to(DU.dtype.element_ty), mask=m)
         tl.store(DU + base + t[:, None] * C + (c + H)[None, :], dxu.to(DU.dtype.element_ty), mask=m)
     part = pid.to(tl.int64) * C  # this program's partial row
-    for j in tl.static_range(K):
-        tl.store(DW + (part + c) * K + j, tl.sum(acc_g[j], axis=0), mask=cm)
-        tl.store(DW + (part + c + H) * K + j, tl.sum(acc_u[j], axis=0), mask=cm)
-    if HAS_BIAS:
-        tl.store(DB + part + c, tl.sum(acc_bg, axis=0), mask=cm)
-        tl.store(DB + part + c + H, tl.sum(acc_bu, axis=0), mask=cm)
+    _partials(DW, DB, part, c, cm, acc_g, acc_bg, K, HAS_BIAS)
+    _partials(DW, DB, part, c + H, cm, acc_u, acc_bu, K, HAS_BIAS)
 
 
 @torch.library.custom_op("playground::canon_glu", mutates_args=())
@@ -482,23 +478,11 @@ def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Si
     base = b.to(tl.int64) * T * C
     gbase = ((s * B + b).to(tl.int64) * NH + h) * T * HD
     rotating = (s < 2) & (h < ROT_HEADS)
-    w = ()
-    acc_w = ()
-    for j in tl.static_range(K):
-        w = w + (tl.load(W + c * K + j, mask=cm, other=0.0).to(tl.float32),)
-        acc_w = acc_w + (tl.zeros((BT, BC), dtype=tl.float32),)
-    acc_b = tl.zeros((BT, BC), dtype=tl.float32)
-    bias = tl.zeros((BC,), dtype=tl.float32)
-    if HAS_BIAS:
-        bias = tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)
+    w, acc_w, acc_b, bias = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)
     start = sp * STRIP
     for t0 in range(start, tl.minimum(start + STRIP, T), BT):
         t = t0 + tl.arange(0, BT)
-        xs = ()
-        for o in tl.static_range(2 * K - 1 if ACT else K):
-            r = t - (K - 1) + o
-            m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
-            xs = xs + (tl.load(U + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32),)
+        xs = _rows(U, base, t, c, cm, T, C, 2 * K - 1 if ACT else K, K)
         dy = tl.zeros((BT, BC), dtype=tl.float32)
         dz = ()
         for d in tl.static_range(K):
@@ -512,29 +496,11 @@ def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Si
                     g = g * cos - gp.to(tl.float32) * sin
             if d == 0:
                 dy = g
-            if ACT:
-                z = tl.zeros((BT, BC), dtype=tl.float32)
-                for j in tl.static_range(K):
-                    z += xs[d + j] * w[j][None, :]
-                if HAS_BIAS:
-                    z += bias[None, :]
-                g = g * _silu_grad(z)
-            dz = dz + (g,)
-        dx = dy if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
-        acc = ()
-        for j in tl.static_range(K):
-            dx += w[j][None, :] * dz[K - 1 - j]
-            acc = acc + (acc_w[j] + dz[0] * xs[j],)
-        acc_w = acc
-        if HAS_BIAS:
-            acc_b += dz[0]
+            dz = dz + (_act_grad(g, xs, w, bias, d, K, HAS_BIAS, ACT, BT, BC),)
+        dx, acc_w, acc_b = _chunk(dy, dz, xs, w, acc_w, acc_b, K, HAS_BIAS, RESIDUAL, BT, BC)
         m = (t < T)[:, None] & cm[None, :]
         tl.store(DU + base + t[:, None] * C + c[None, :], dx.to(DU.dtype.element_ty), mask=m)
-    part = pid.to(tl.int64) * C
-    for j in tl.static_range(K):
-        tl.store(DW + (part + c) * K + j, tl.sum(acc_w[j], axis=0), mask=cm)
-    if HAS_BIAS:
-        tl.store(DB + part + c, tl.sum(acc_b, axis=0), mask=cm)
+    _partials(DW, DB, pid.to(tl.int64) * C, c, cm, acc_w, acc_b, K, HAS_BIAS)
 
 
 def _head_block(u: torch.Tensor, n_heads: int) -> tuple[int, int]:
