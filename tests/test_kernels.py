@@ -42,17 +42,26 @@ def assert_same(op, ref, inputs, gy, tol):
         torch.testing.assert_close(a.float(), e, rtol=tol, atol=tol * max(1.0, e.abs().max().item()))
 
 
-def compare(op, device, dtype, shape, act, residual, bias, tol):
-    b_, t, c, k = shape
-    g = torch.Generator().manual_seed(sum(shape))
+def compare_canon_op(op, ref, device, dtype, b_, t, c, k, seed, grad_shape, act, residual, bias, tol,
+                     strided_grad=False):
+    """op(x, w, bias, act, residual) — a Canon layer and what reads it — and its gradients against
+    ref on random x [B, T, C], taps, bias and upstream gradient drawn from ``seed``."""
+    g = torch.Generator().manual_seed(seed)
     x = torch.randn(b_, t, c, generator=g).to(device, dtype).requires_grad_()
     w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
     b = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
-    gy = torch.randn(b_, t, c, generator=g).to(device, dtype)
-    gy = gy.transpose(0, 1).contiguous().transpose(0, 1)  # a non-contiguous upstream gradient
+    gy = torch.randn(*grad_shape, generator=g).to(device, dtype)
+    if strided_grad:
+        gy = gy.transpose(0, 1).contiguous().transpose(0, 1)  # a non-contiguous upstream gradient
     inputs = [x, w] + ([b] if bias else [])
     assert_same(lambda *v: op(v[0], v[1], v[2] if bias else None, act, residual),
-                lambda *v: reference(v[0], v[1], v[2] if bias else None, act, residual), inputs, gy, tol)
+                lambda *v: ref(v[0], v[1], v[2] if bias else None, act, residual), inputs, gy, tol)
+
+
+def compare(op, device, dtype, shape, act, residual, bias, tol):
+    b_, t, c, k = shape
+    compare_canon_op(op, reference, device, dtype, b_, t, c, k, sum(shape), (b_, t, c), act, residual, bias, tol,
+                     strided_grad=True)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -80,14 +89,8 @@ def glu_reference(u, w, b, act, residual):
 
 def compare_glu(op, device, dtype, shape, act, residual, bias, tol):
     b_, t, c, k = shape
-    g = torch.Generator().manual_seed(sum(shape) + 1)
-    u = torch.randn(b_, t, c, generator=g).to(device, dtype).requires_grad_()
-    w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
-    b = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
-    gh = torch.randn(b_, t, c // 2, generator=g).to(device, dtype)
-    inputs = [u, w] + ([b] if bias else [])
-    assert_same(lambda *v: op(v[0], v[1], v[2] if bias else None, act, residual),
-                lambda *v: glu_reference(v[0], v[1], v[2] if bias else None, act, residual), inputs, gh, tol)
+    compare_canon_op(op, glu_reference, device, dtype, b_, t, c, k, sum(shape) + 1, (b_, t, c // 2), act,
+                     residual, bias, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -129,19 +132,12 @@ def rope_reference(u, w, b, act, residual, inv_freq, n_heads, rot_heads):
 
 def compare_rope(op, device, dtype, case, act, residual, bias, tol):
     b_, t, nh, hd, k, r, rh = case
-    c = 3 * nh * hd
-    g = torch.Generator().manual_seed(sum(case) + 2)
-    u = torch.randn(b_, t, c, generator=g).to(device, dtype).requires_grad_()
-    w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
-    bv = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
     inv_freq = (10000.0 ** (-torch.arange(r // 2, dtype=torch.float64) / max(r // 2, 1))).float().to(device)
     angle = torch.arange(t, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
     cos, sin = angle.cos(), angle.sin()
-    gout = torch.randn(3, b_, nh, t, hd, generator=g).to(device, dtype)
-    inputs = [u, w] + ([bv] if bias else [])
-    assert_same(lambda *v: op(v[0], v[1], v[2] if bias else None, cos, sin, act, residual, nh, rh),
-                lambda *v: rope_reference(v[0], v[1], v[2] if bias else None, act, residual, inv_freq, nh, rh),
-                inputs, gout, tol)
+    compare_canon_op(lambda u, w, b, a, res: op(u, w, b, cos, sin, a, res, nh, rh),
+                     lambda u, w, b, a, res: rope_reference(u, w, b, a, res, inv_freq, nh, rh),
+                     device, dtype, b_, t, 3 * nh * hd, k, sum(case) + 2, (3, b_, nh, t, hd), act, residual, bias, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -164,7 +160,7 @@ def fused_reads_match_torch():
     from playground.layers.mlp import MLP
     from playground.mixers.attention import Attention, AttentionConfig
 
-    canon.pick_kernel = lambda cfg, x, find: None if cfg.backend == "torch" else find()
+    canon.pick_kernel = lambda cfg, x, find, fused=False: None if cfg.backend == "torch" else find()
     canon.canon_rope_kernel = lambda: canon_triton.canon_rope
     canon.canon_glu_kernel = lambda: canon_triton.canon_glu
     canon.canon_kernel = lambda: canon_triton.canon_conv

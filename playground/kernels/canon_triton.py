@@ -66,6 +66,15 @@ def _conv_tile(X, W, Bias, base, t, c, T, C, K: tl.constexpr, HAS_BIAS: tl.const
 
 
 @triton.jit
+def _finish_tile(z, x, ACT: tl.constexpr, RESIDUAL: tl.constexpr):
+    """The layer's output from conv + bias z and its input x: [x +] [silu](z)."""
+    y = z * tl.sigmoid(z) if ACT else z
+    if RESIDUAL:
+        y += x
+    return y
+
+
+@triton.jit
 def _fwd_kernel(X, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
                 RESIDUAL: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
     pid_t, pid_c, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -73,9 +82,7 @@ def _fwd_kernel(X, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, AC
     c = pid_c * BC + tl.arange(0, BC)
     base = b.to(tl.int64) * T * C
     z, x = _conv_tile(X, W, Bias, base, t, c, T, C, K, HAS_BIAS, BT, BC)
-    y = z * tl.sigmoid(z) if ACT else z
-    if RESIDUAL:
-        y += x
+    y = _finish_tile(z, x, ACT, RESIDUAL)
     m = (t < T)[:, None] & (c < C)[None, :]
     tl.store(Y + base + t[:, None] * C + c[None, :], y.to(Y.dtype.element_ty), mask=m)
 
@@ -290,11 +297,8 @@ def _glu_fwd_kernel(U, W, Bias, H_out, T, H, K: tl.constexpr, HAS_BIAS: tl.const
     C = 2 * H
     zg, ug = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c, T, C, K, HAS_BIAS, BT, BC)
     zu, uu = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c + H, T, C, K, HAS_BIAS, BT, BC)
-    yg = zg * tl.sigmoid(zg) if ACT else zg
-    yu = zu * tl.sigmoid(zu) if ACT else zu
-    if RESIDUAL:
-        yg += ug
-        yu += uu
+    yg = _finish_tile(zg, ug, ACT, RESIDUAL)
+    yu = _finish_tile(zu, uu, ACT, RESIDUAL)
     h = yg * tl.sigmoid(yg) * yu
     m = (t < T)[:, None] & (c < H)[None, :]
     tl.store(H_out + b.to(tl.int64) * T * H + t[:, None] * H + c[None, :], h.to(H_out.dtype.element_ty), mask=m)
@@ -315,11 +319,8 @@ def _glu_dy(DH, xs, w, bias, d, t, c, hbase, T, H, K: tl.constexpr, HAS_BIAS: tl
     if HAS_BIAS:
         zg += bias[0][None, :]
         zu += bias[1][None, :]
-    yg = zg * tl.sigmoid(zg) if ACT else zg
-    yu = zu * tl.sigmoid(zu) if ACT else zu
-    if RESIDUAL:
-        yg += xg[d + K - 1]
-        yu += xu[d + K - 1]
+    yg = _finish_tile(zg, xg[d + K - 1], ACT, RESIDUAL)
+    yu = _finish_tile(zu, xu[d + K - 1], ACT, RESIDUAL)
     r = t + d
     m = (r < T)[:, None] & (c < H)[None, :]
     dh = tl.load(DH + hbase + r[:, None] * H + c[None, :], mask=m, other=0.0).to(tl.float32)
@@ -445,17 +446,12 @@ def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexp
     cmask = tl.where(i < HD, head + i, C)  # lanes past the head read nothing (channel C is masked)
     base = b.to(tl.int64) * T * C
     z, x = _conv_tile(U, W, Bias, base, t, cmask, T, C, K, HAS_BIAS, BT, BC)
-    y = z * tl.sigmoid(z) if ACT else z
-    if RESIDUAL:
-        y += x
+    y = _finish_tile(z, x, ACT, RESIDUAL)
     if ROT > 0:
         if (s < 2) & (h < ROT_HEADS):
             partner, sin, cos = _rope_lanes(i, t, T, Cos, Sin, ROT)
             zp, xp = _conv_tile(U, W, Bias, base, t, tl.where(i < HD, head + partner, C), T, C, K, HAS_BIAS, BT, BC)
-            yp = zp * tl.sigmoid(zp) if ACT else zp
-            if RESIDUAL:
-                yp += xp
-            y = y * cos + yp * sin
+            y = y * cos + _finish_tile(zp, xp, ACT, RESIDUAL) * sin
     m = (t < T)[:, None] & (i < HD)[None, :]
     out = OUT + ((s * tl.num_programs(2) + b).to(tl.int64) * NH + h) * T * HD
     tl.store(out + t[:, None] * HD + i[None, :], y.to(OUT.dtype.element_ty), mask=m)

@@ -76,11 +76,13 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 NAMED_BACKENDS = {"triton": "triton", "causal_conv1d": "the causal-conv1d package"}
+FUSING_BACKENDS = ("auto", "triton")  # the backends whose Canon kernel also takes in its reader
 
 
-def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find):
-    """The fused kernel (``find()``) for a plain full-sequence call, as ``backend`` asks."""
-    if cfg.backend == "torch":
+def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find, fused: bool = False):
+    """The kernel (``find()``) for a plain full-sequence call, as ``backend`` asks; ``fused``: a
+    kernel that also does the next layer's read (SwiGLU, RoPE), which only some backends use."""
+    if cfg.backend == "torch" or (fused and cfg.backend not in FUSING_BACKENDS):
         return None
     kernel = find() if x.is_cuda else None
     if kernel is None and cfg.backend in NAMED_BACKENDS:  # asked for by name: never silently the reference
@@ -173,22 +175,18 @@ class Canon(CanonReads, nn.Module):
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """silu(gate) · up of the output; on a full sequence the fused kernel does the layer and
         SwiGLU in one pass (its output is never written, the backward recomputes it)."""
-        fuse = seq is None and self.cfg.backend in ("auto", "triton")
-        if fuse and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel)) is not None:
+        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel, fused=True)) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         return super().glu(x, seq, h)
 
     def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
-        if self.cfg.backend not in ("auto", "triton"):
+        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, fused=True)) is None:
             return None
-        kernel = pick_kernel(self.cfg, x, canon_rope_kernel)
-        if kernel is None:
-            return None
-        t = torch.arange(x.shape[1], device=x.device)
-        cos, sin = rotary.angles(t) if rotary.enabled else (x.new_empty(x.shape[1], 0, dtype=torch.float32),) * 2
+        # Rotary's tables at positions 0..T-1 ([T, 0] without rotated dims; no rotated heads: none turn)
+        cos, sin = rotary.angles(torch.arange(x.shape[1], device=x.device))
         return kernel(x.contiguous(), self.weight, self.bias, cos, sin, self.cfg.activation == "silu",
-                      self.cfg.residual, n_heads, rotary.rot_heads if rotary.enabled else 0)
+                      self.cfg.residual, n_heads, rotary.rot_heads)
 
 
 class ShortConv(Canon):
