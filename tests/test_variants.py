@@ -11,6 +11,7 @@ from conftest import assert_causal
 
 from playground.config import ModelConfig, compose, to_objects
 from playground.errors import ConfigError
+from playground.layers.alibi import alibi_slopes
 from playground.layers.canon import Canon, CanonConfig, DynamicCanon
 from playground.layers.mlp import MoE
 from playground.mixers.attention import AttentionConfig
@@ -139,6 +140,14 @@ def test_distance_biases_match_direct_construction(kind):
                     bias[h, i, j] = 0.0
     expected = attn.out(direct_attention(q, k, v, bias).transpose(1, 2).reshape(2, 10, 64))
     torch.testing.assert_close(attn(x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_alibi_slopes_for_head_counts_that_are_not_powers_of_two():
+    # Press et al.: 6 heads take the 4 slopes of 4 heads, then the 1st and 3rd of 8 heads' slopes
+    four = [2 ** (-2 * (h + 1)) for h in range(4)]
+    eight = [2 ** -(h + 1) for h in range(8)]
+    assert alibi_slopes(6).tolist() == four + [eight[0], eight[2]]
+    assert alibi_slopes(1).tolist() == [2 ** -8]
 
 
 def test_moe_routing_conserves_tokens_and_balancing_loss():

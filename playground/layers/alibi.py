@@ -13,16 +13,15 @@ import math
 import torch
 
 
-def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """[H] slopes: 2^(-8/n · i) for i = 1..n when n is a power of two."""
-    def power_of_two(n: int) -> list[float]:
-        return [2 ** (-8 * (i + 1) / n) for i in range(n)]
-
+def alibi_slopes(n_heads: int, device: torch.device | None = None) -> torch.Tensor:
+    """[H] slopes: 2^(-8/n · i) for i = 1..n when n is a power of two; otherwise the ``below``
+    slopes of the power of two below n, then every other slope of the next one,
+    2^(-8/(2·below) · (2j + 1)). Made on ``device`` by kernels, without a host-to-device copy (so
+    a CUDA graph can capture a decoding step that builds them)."""
     below = 2 ** math.floor(math.log2(n_heads))
-    slopes = power_of_two(below)
-    if below < n_heads:
-        slopes += power_of_two(2 * below)[0::2][: n_heads - below]
-    return torch.tensor(slopes)
+    i = torch.arange(n_heads, device=device, dtype=torch.float64)
+    exponent = torch.where(i < below, -8 * (i + 1) / below, -4 * (2 * (i - below) + 1) / below)
+    return torch.exp2(exponent).float()
 
 
 def distances(seq, t_q: int, t_k: int, device: torch.device) -> torch.Tensor:
@@ -47,6 +46,6 @@ def with_distance_bias(kind: str, allowed: torch.Tensor, dist: torch.Tensor, n_h
     if kind == "hard_alibi":
         window = torch.arange(1, n_heads + 1, device=dist.device)[None, :, None, None]
         return allowed & (dist <= window)
-    slopes = alibi_slopes(n_heads).to(dist.device)[None, :, None, None]
+    slopes = alibi_slopes(n_heads, dist.device)[None, :, None, None]
     bias = -slopes * dist.float()
     return bias.masked_fill(~allowed, float("-inf"))
