@@ -186,6 +186,7 @@ def test_generate_bench_times_every_mode_and_checks_they_agree(tmp_path, capsys)
     main(["generate", "task=brevo1", "task.N=8", "size=2L64D", "count=6", "batch_size=4", f"json={path}"])
     out = json.loads(path.read_text())
     assert out["same_tokens"] and out["new_tokens"] > 0 and out["max_new"] == 10
+    assert out["agree_cached"] == out["agree_rerun"] == 1.0
     assert all(out[f"{m}_s"] > 0 for m in ("graph", "cached", "rerun"))
     with pytest.raises(SystemExit):
         main(["generate", "task=brevo1", "modes=graph,fast"])

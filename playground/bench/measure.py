@@ -283,7 +283,9 @@ def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64
     """Evaluation time of a generative task (default Brevo1 N=110) on ``count`` eval examples,
     per decoding mode: ``graph`` (fixed-shape cached steps, a CUDA graph on CUDA), ``cached``
     (cached steps) and ``rerun`` (the whole prefix again for every token). ``same_tokens``: every
-    mode generated the same tokens."""
+    mode generated the same tokens; ``agree_<mode>``: the fraction of examples whose tokens equal
+    the first mode's (in bf16 a different kernel or reduction order can flip a near-tie of an
+    untrained model's logits, and the continuation then differs)."""
     from playground.model import build_model, generate
 
     for mode in modes:
@@ -306,4 +308,6 @@ def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64
         out["new_tokens"] = int(sum(len(g.tokens) for g in gens))
         tokens.append([g.tokens.tolist() for g in gens])
     out["same_tokens"] = all(t == tokens[0] for t in tokens)
+    for mode, t in zip(modes[1:], tokens[1:]):
+        out[f"agree_{mode}"] = sum(a == b for a, b in zip(t, tokens[0])) / count
     return out
