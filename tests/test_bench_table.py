@@ -46,6 +46,17 @@ def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_p
     capsys.readouterr()
 
 
+def test_table_lists_cells_in_its_own_order_whatever_order_they_were_measured_in(tiny_column, tmp_path,
+                                                                                  monkeypatch):
+    fake = {"step_s": 1.0, "tokens_per_s": 1.0, "mfu": None, "peak_memory_gib": None, "compile": False}
+    monkeypatch.setattr(measure, "train_speed", lambda overrides, *a: dict(fake, step_s=len(overrides)))
+    path = tmp_path / "table.json"
+    measure.bench_table(["gla", "llama_canon"], ["tiny"], [], 1, 0, path)
+    cells = measure.bench_table(["llama"], ["tiny"], [], 1, 0, path)
+    assert [c["row"] for c in cells] == ["llama", "llama_canon", "gla"]
+    assert [c["row"] for c in json.loads(path.read_text())] == ["llama", "llama_canon", "gla"]
+
+
 @pytest.mark.parametrize("rows,cols,extra,key", [(["llama", "transformer"], ["tiny"], [], "rows='transformer'"),
                                                  (["llama"], ["tiny", "huge"], [], "cols='huge'"),
                                                  (["llama"], ["tiny"], ["train.lr=fast"], "train.lr")])

@@ -183,9 +183,12 @@ def _release_memory() -> None:
 
 def _with_ratios(cells: dict[tuple[str, str], dict]) -> list[dict]:
     """Each cell with ``x_twin`` and ``x_llama``: step time over its twin's / Llama's (the row
-    ``llama``: compiled in the table's own rows)."""
+    ``llama``: compiled in the table's own rows), in the order of TABLE_COLUMNS then TABLE_ROWS
+    whatever order the cells were measured in."""
+    order = lambda key, known: list(known).index(key) if key in known else len(known)  # noqa: E731
     out = []
-    for (col, _), cell in cells.items():
+    for (col, _), cell in sorted(cells.items(), key=lambda kv: (order(kv[0][0], TABLE_COLUMNS),
+                                                                order(kv[0][1], TABLE_ROWS))):
         cell = dict(cell)
         for name, other in (("x_twin", cell["twin"]), ("x_llama", "llama")):
             ref = cells.get((col, other)) if other else None
