@@ -78,7 +78,7 @@ EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (aft
 DYNAMIC = ("none", "lowrank", "headwise")
 ACTIVATIONS = ("none", "silu")
 INITS = ("default", "zero", "past_average", "random_fixed")
-BACKENDS = ("auto", "torch", "triton", "unfused", "causal_conv1d")
+BACKENDS = ("auto", "torch", "triton", "fused", "causal_conv1d")
 
 
 @dataclass
@@ -94,10 +94,10 @@ class CanonConfig:
     # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
     # the paper's "Canon(cst)")
     init: str = "default"
-    # auto: the Triton kernels on CUDA when available (Canon-D fused with SwiGLU, Canon-B with the
-    # q/k/v split and RoPE) | torch | triton (required) | unfused: the Triton Canon kernel alone,
-    # SwiGLU and RoPE apart (what the fusions are measured against) | causal_conv1d: the package of
-    # the paper's code (CUDA; static, kernel 2-4; optional)
+    # auto: the Triton Canon kernel on CUDA when available, else torch | torch | triton (required) |
+    # fused: the Triton kernels with Canon-D fused into SwiGLU and Canon-B into the q/k/v split and
+    # RoPE (CUDA; experimental: slower than triton when last measured, docs/PERFORMANCE.md) |
+    # causal_conv1d: the package of the paper's code (CUDA; static, kernel 2-4; optional)
     backend: str = "auto"
     dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters
     rank: int = 8  # lowrank: rank R of the filter generator
@@ -205,6 +205,9 @@ class TrainConfig:
     keep_checkpoints: int = 2
     resume: str = "auto"  # auto: continue from the latest checkpoint | never: start afresh
     compile: bool = False
+    # with compile: model (one graph: inductor fuses across blocks) | blocks (each block compiled
+    # alone; identical blocks share one graph, so compiling takes a fraction of the time)
+    compile_scope: str = "model"
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
@@ -231,6 +234,8 @@ class TrainConfig:
         check(all(scale > 0 for scale in self.length_scales), "train.length_scales", list(self.length_scales),
               "numbers > 0, e.g. [1,2,4]")
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
+        check(self.compile_scope in ("model", "blocks"), "train.compile_scope", self.compile_scope,
+              "model or blocks")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
         check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")

@@ -50,14 +50,14 @@ def test_canon_bench_reports_wall_and_device_time():
 
 
 def test_swiglu_mlp_with_fused_canon_d_matches_the_torch_backend():
-    """The MLP's fused Canon-D + SwiGLU kernel (backend auto on CUDA) and the Canon kernel with
-    SwiGLU apart (backend unfused) against the plain PyTorch composition (backend torch): output
+    """The MLP's fused Canon-D + SwiGLU kernel (backend fused) and the Canon kernel with SwiGLU
+    apart (backend auto on CUDA) against the plain PyTorch composition (backend torch): output
     and every parameter's gradient, fp32."""
     from playground.layers.mlp import MLP
 
     x = torch.randn(2, 300, 256, device="cuda", requires_grad=True)
     grads = []
-    for backend in ("auto", "unfused", "torch"):
+    for backend in ("fused", "auto", "torch"):
         torch.manual_seed(0)
         mlp = MLP(256, "swiglu", CanonConfig(positions="D", backend=backend)).cuda()
         y = mlp(x)
@@ -102,15 +102,15 @@ def test_cuda_graph_decoding_step_equals_the_eager_step(name):
 
 @pytest.mark.parametrize("rope", [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)], ids=["rope", "quarter", "half_heads", "nope"])
 def test_attention_with_fused_canon_b_matches_the_torch_backend(rope):
-    """Attention reading Canon-B through the fused Canon + head split + RoPE kernel (backend auto),
-    and through the Canon kernel with RoPE apart (backend unfused), against the plain PyTorch
+    """Attention reading Canon-B through the fused Canon + head split + RoPE kernel (backend fused),
+    and through the Canon kernel with RoPE apart (backend auto on CUDA), against the plain PyTorch
     composition: output and every parameter's gradient, fp32, for full, quarter, half-heads RoPE
     and NoPE."""
     from playground.mixers.attention import Attention
 
     x = torch.randn(2, 300, 256, device="cuda", requires_grad=True)
     grads = []
-    for backend in ("auto", "unfused", "torch"):
+    for backend in ("fused", "auto", "torch"):
         torch.manual_seed(0)
         att = Attention(256, 64, AttentionConfig(rope_fraction=rope[0], rope_heads=rope[1]),
                         CanonConfig(positions="B", backend=backend, activation="silu", bias=True)).cuda()

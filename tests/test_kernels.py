@@ -168,7 +168,7 @@ def fused_reads_match_torch():
     for make in [lambda cc, f=f, h=h: Attention(48, 12, AttentionConfig(rope_fraction=f, rope_heads=h), cc)
                  for f, h in [(1.0, 1.0), (0.34, 1.0), (1.0, 0.5), (0.0, 1.0)]] + [lambda cc: MLP(48, "swiglu", cc)]:
         outs = []
-        for backend in ("auto", "torch"):
+        for backend in ("fused", "torch"):
             torch.manual_seed(0)
             layer = make(CanonConfig(positions="ABCD", backend=backend, activation="silu", bias=True))
             y = layer(x)
@@ -337,7 +337,7 @@ def test_canon_triton_compiles_without_graph_breaks():
 
 
 def test_canon_backends_on_the_cpu():
-    """On the CPU every backend but ``triton`` and ``causal_conv1d`` (which need CUDA and say so)
+    """On the CPU every backend but ``triton``, ``fused`` and ``causal_conv1d`` (which need CUDA and say so)
     is the PyTorch reference: the same logits from the same weights; an unknown backend, and
     causal_conv1d with a kernel or dynamic filters it does not do, are refused by name."""
     from playground.config import ModelConfig
@@ -348,18 +348,18 @@ def test_canon_backends_on_the_cpu():
 
     ids = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(0))
     logits = []
-    for backend in ("auto", "unfused", "torch", "triton", "causal_conv1d"):
+    for backend in ("auto", "torch", "triton", "fused", "causal_conv1d"):
         cfg = ModelConfig(n_layers=1, d_model=32, head_dim=16, mixer=AttentionConfig(),
                           canon=CanonConfig(positions="ABCD", backend=backend))
         model = build_model(cfg, 20, seed=0)
-        if backend in ("triton", "causal_conv1d"):
+        if backend in ("triton", "fused", "causal_conv1d"):
             with pytest.raises(RuntimeError, match=f"backend={backend} needs .* CUDA device"):
                 model(ids)
         else:
             logits.append(model(ids))
     assert all(torch.equal(x, logits[0]) for x in logits)
     with pytest.raises(ConfigError, match="model.canon.backend"):
-        CanonConfig(backend="fused")
+        CanonConfig(backend="unfused")
     with pytest.raises(ConfigError, match="model.canon.kernel=5 .*causal_conv1d"):
         CanonConfig(backend="causal_conv1d", kernel=5)
     with pytest.raises(ConfigError, match="model.canon.dynamic='lowrank' .*static"):

@@ -84,7 +84,8 @@ def test_lr_schedules():
 @pytest.mark.parametrize("override,key", [("task.NN=3", "task.NN"), ("train.lr=fast", "train.lr"),
                                           ("model.canon.positions=AX", "model.canon.positions"),
                                           ("train.micro_batch_size=5", "train.micro_batch_size"),
-                                          ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction")])
+                                          ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction"),
+                                          ("train.compile_scope=layers", "train.compile_scope")])
 def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     out = tmp_path / "bad"
     proc = subprocess.run([sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
@@ -92,6 +93,31 @@ def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     assert proc.returncode != 0
     assert key in proc.stderr + proc.stdout
     assert not (out / "metrics.jsonl").exists()
+
+
+def test_compiling_each_block_alone_gives_the_model_s_outputs_and_one_shared_graph():
+    """train.compile_scope=blocks: every block compiled in place, the model around them eager;
+    the blocks are alike, so dynamo traces one graph for all of them (CPU, inductor)."""
+    import torch
+
+    from playground.config import ModelConfig
+    from playground.layers.canon import CanonConfig
+    from playground.mixers.attention import AttentionConfig
+    from playground.model import build_model
+    from playground.run.loop import compiled
+
+    torch._dynamo.reset()
+    model = build_model(ModelConfig(n_layers=3, d_model=32, head_dim=16, mixer=AttentionConfig(),
+                                    canon=CanonConfig(positions="ABCD")),
+                        11, seed=0)
+    ids = torch.randint(0, 11, (2, 9), generator=torch.Generator().manual_seed(0))
+    eager = model(ids)
+    torch._dynamo.utils.counters.clear()
+    step = compiled(model, TrainConfig(compile=True, compile_scope="blocks"))
+    assert step is model and all(b._compiled_call_impl is not None for b in model.blocks)
+    torch.testing.assert_close(step(ids), eager, rtol=1e-4, atol=1e-4)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+    assert compiled(model, TrainConfig(compile=False)) is model
 
 
 def test_metrics_are_json_lines(make_cfg, tmp_path):

@@ -21,7 +21,7 @@ from playground.data.loader import Batches
 from playground.data.packing import resolve_packing, shard_size
 from playground.errors import check
 from playground.run.device import device_for, loader_workers
-from playground.run.loop import make_optimizer, train_step
+from playground.run.loop import compiled, make_optimizer, train_step
 from playground.tasks import build_task
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -69,7 +69,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     device = device_for(cfg.train)
     task = build_task(cfg.task)
     model = build_model(cfg.model, len(task.vocab), seed=cfg.seed).to(device)
-    step_fn = torch.compile(model) if cfg.train.compile else model
+    step_fn = compiled(model, cfg.train)
     opt = make_optimizer(model, cfg.train)
     t = cfg.train
     # a pre-made batch needs no workers (idle ones prefetching beside the timed steps would not help)
@@ -84,12 +84,16 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    seconds = _timed(one_step, device, steps, warmup)
+    tic = time.perf_counter()
+    one_step()  # the first step compiles (and autotunes): timed apart, as the first warm-up step
+    _sync(device)
+    first = time.perf_counter() - tic
+    seconds = _timed(one_step, device, steps, max(warmup - 1, 0))
     tokens = t.batch_size * cfg.task.context
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
     peak = peak_flops(device)
     return {"overrides": overrides, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            "step_s": seconds, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
+            "step_s": seconds, "first_step_s": first, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
             "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers,
             "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),

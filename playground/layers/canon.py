@@ -75,8 +75,8 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x + y if cfg.residual else y
 
 
-NAMED_BACKENDS = {"triton": "triton", "causal_conv1d": "the causal-conv1d package"}
-FUSING_BACKENDS = ("auto", "triton")  # the backends whose Canon kernel also takes in its reader
+NAMED_BACKENDS = {"triton": "triton", "fused": "triton", "causal_conv1d": "the causal-conv1d package"}
+FUSING_BACKENDS = ("fused",)  # the backends whose Canon kernel also takes in its reader
 
 
 def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find, fused: bool = False):

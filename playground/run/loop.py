@@ -70,6 +70,20 @@ def lr_at(step: int, t: TrainConfig) -> float:
     return t.lr * (t.min_lr_ratio + (1 - t.min_lr_ratio) * decay)
 
 
+def compiled(model, t: TrainConfig):
+    """The model as the training step calls it: itself (``train.compile=false``), compiled whole
+    (``compile_scope=model``: one graph) or with each of its blocks compiled in place
+    (``blocks``: the blocks share one graph where they are alike; embedding, head and loss eager)."""
+    if not t.compile:
+        return model
+    if t.compile_scope == "model":
+        return torch.compile(model)
+    inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    for block in inner.blocks:
+        block.compile()
+    return model
+
+
 def make_optimizer(model: LM, t: TrainConfig) -> torch.optim.AdamW:
     """Fused AdamW (CPU and CUDA); weight decay on matrices (and Canon kernels), not on norms
     or biases. Fused, because it can skip a step on the device when told ``found_inf``."""
@@ -150,7 +164,7 @@ class Trainer:
                                   f"world size {size} (times train.micro_batch_size when set)")
             model = torch.nn.parallel.DistributedDataParallel(model)
             model.cfg, model.aux_loss = model.module.cfg, model.module.aux_loss
-        return torch.compile(model) if cfg.train.compile else model
+        return compiled(model, cfg.train)
 
     # -- checkpoints -------------------------------------------------------------------------
 
