@@ -236,6 +236,8 @@ class TrainConfig:
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
         check(self.compile_scope in ("model", "blocks"), "train.compile_scope", self.compile_scope,
               "model or blocks")
+        check(self.compile or self.compile_scope == "model", "train.compile_scope", self.compile_scope,
+              "model (the default) unless train.compile=true: it chooses what is compiled")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
         check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")

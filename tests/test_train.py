@@ -85,7 +85,8 @@ def test_lr_schedules():
                                           ("model.canon.positions=AX", "model.canon.positions"),
                                           ("train.micro_batch_size=5", "train.micro_batch_size"),
                                           ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction"),
-                                          ("train.compile_scope=layers", "train.compile_scope")])
+                                          ("train.compile_scope=layers", "train.compile_scope"),
+                                          ("train.compile_scope=blocks", "train.compile_scope")])
 def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     out = tmp_path / "bad"
     proc = subprocess.run([sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
