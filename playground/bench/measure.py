@@ -84,10 +84,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    tic = time.perf_counter()
-    one_step()  # the first step compiles (and autotunes): timed apart, as the first warm-up step
-    _sync(device)
-    first = time.perf_counter() - tic
+    first = _timed(one_step, device, 1, 0)  # the first step compiles (and autotunes): the first warm-up step
     seconds = _timed(one_step, device, steps, max(warmup - 1, 0))
     tokens = t.batch_size * cfg.task.context
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
