@@ -380,6 +380,43 @@ def test_cpu_uses_the_reference_and_never_imports_gpu_packages():
     assert not {"fla", "mamba_ssm", "triton"} & (set(sys.modules) - before)
 
 
+@pytest.fixture
+def fake_mamba_ssm(tmp_path, monkeypatch):
+    """Makes a stand-in mamba_ssm package on sys.path — ``init`` as its __init__, ``kernels`` as
+    its Triton SSD module — and forgets it (and what ``available`` learnt) afterwards."""
+    def make(init: str, kernels: str = "def mamba_chunk_scan_combined():\n    return 'triton ssd'\n") -> None:
+        package = tmp_path / "mamba_ssm"
+        (package / "ops" / "triton").mkdir(parents=True)
+        (package / "__init__.py").write_text(init)
+        (package / "ops" / "__init__.py").write_text("")
+        (package / "ops" / "triton" / "__init__.py").write_text("")
+        (package / "ops" / "triton" / "ssd_combined.py").write_text(kernels)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        assert "mamba_ssm" not in sys.modules
+        fast.available.cache_clear()
+
+    yield make
+    for name in [n for n in sys.modules if n.split(".")[0] == "mamba_ssm"]:
+        del sys.modules[name]
+    fast.available.cache_clear()
+
+
+@pytest.mark.parametrize("init, whole", [("import selective_scan_cuda  # its CUDA extension\n", False),
+                                         ("WHOLE = True\n", True)])
+def test_mamba_ssm_kernels_import_without_its_cuda_extensions(fake_mamba_ssm, init, whole):
+    """mamba_ssm installed without its CUDA extensions (MAMBA_SKIP_CUDA_BUILD): its __init__
+    fails, its Triton SSD kernels are still used; a whole install is imported as it is."""
+    fake_mamba_ssm(init)
+    assert fast.available("mamba_ssm")
+    assert fast.kernel_module("mamba_ssm.ops.triton.ssd_combined").mamba_chunk_scan_combined() == "triton ssd"
+    assert hasattr(sys.modules["mamba_ssm"], "WHOLE") == whole
+
+
+def test_a_package_whose_kernels_do_not_import_is_not_available(fake_mamba_ssm):
+    fake_mamba_ssm("import selective_scan_cuda\n", kernels="import triton_that_is_not_there\n")
+    assert not fast.available("mamba_ssm")
+
+
 def test_the_kernel_check_is_a_constant_to_torch_compile(recwarn):
     """The mixers ask fla_gated_backward_ok() in their forward: under torch.compile it is one
     constant (no trace through a cache wrapper, no dynamo warning about it)."""

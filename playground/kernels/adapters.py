@@ -2,7 +2,10 @@
 
 - GLA: ``fla.ops.gla.chunk_gla`` (flash-linear-attention, the ``gpu`` extra).
 - Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
-  ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head.
+  ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head. Only
+  mamba_ssm's Triton kernels are used, so it may be installed without its CUDA extensions
+  (``MAMBA_SKIP_CUDA_BUILD=TRUE``, docs/mixers.md): :func:`kernel_module` then enters the
+  package without running its ``__init__``, which imports them.
 - Gated DeltaNet: ``fla.ops.gated_delta_rule.chunk_gated_delta_rule``.
 - Canon through ``causal_conv1d.causal_conv1d_fn`` (the package of the paper's code release;
   ``model.canon.backend=causal_conv1d``), for comparison with our kernel.
@@ -35,15 +38,30 @@ BACKENDS_SSD = ("auto", "torch", "fla", "mamba_ssm")
 BACKENDS_GDN = ("auto", "torch", "fla")
 AUTOTUNE = ("restricted", "full")
 _MODULES = {"fla": "fla.ops", "mamba_ssm": "mamba_ssm.ops.triton"}
+_ENTRY = {"mamba_ssm": "mamba_ssm.ops.triton.ssd_combined"}  # the module a package is used through
+
+
+def kernel_module(name: str):
+    """Import module ``name``. mamba_ssm's package ``__init__`` imports its CUDA extensions
+    (``selective_scan_cuda``, built only from source), which its Triton SSD kernels do not need;
+    where that import fails, the package is entered without running its ``__init__``."""
+    top = name.split(".")[0]
+    if top == "mamba_ssm" and top not in sys.modules:
+        try:
+            importlib.import_module(top)
+        except ImportError as err:
+            log.info("mamba_ssm without its CUDA extensions (%s): using its Triton kernels alone", err)
+            sys.modules[top] = importlib.util.module_from_spec(importlib.util.find_spec(top))
+    return importlib.import_module(name)
 
 
 @cache
 def available(package: str) -> bool:
-    """True if ``package`` imports (checked once, and only when asked)."""
+    """True if ``package``'s kernels import (checked once, and only when asked)."""
     if importlib.util.find_spec(package) is None:
         return False
     try:
-        importlib.import_module(package)
+        kernel_module(_ENTRY.get(package, package))
     except Exception as err:  # a broken GPU install must not break the CPU reference path
         log.warning("%s is installed but does not import (%s); using the PyTorch path", package, err)
         return False
@@ -183,8 +201,7 @@ def ssd_fla(x, dt, a, bm, cm, autotune: str, resets=None) -> torch.Tensor:
 def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch.Tensor:
     """mamba_ssm's fused chunked SSD (dt already through softplus, no D, no gate); isolated
     examples through its ``seq_idx`` (a non-decreasing segment index per row)."""
-    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
-
+    mamba_chunk_scan_combined = kernel_module(_ENTRY["mamba_ssm"]).mamba_chunk_scan_combined
     if autotune == "restricted":
         restrict_autotune("mamba_ssm", "mamba_chunk_scan_combined")
     bm, cm = (z[:, :, None].to(x.dtype).contiguous() for z in (bm, cm))  # [B, T, 1, N]
