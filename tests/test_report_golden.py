@@ -2,8 +2,10 @@
 packages and structured run records (tests/fixtures/report_golden, made from the same run
 directories by that code): every CSV and markdown table of every report command, for runs of
 every backbone, Canon variant and task family the report tells apart. The fixture runs predate
-run records, so this also checks that such runs are read through their config.yaml. One
-deliberate change since: ALiBi's display label, ``llama_alibi`` -> ``Llama(ALiBi)`` (2026-11-24)."""
+run records, so this also checks that such runs are read through their config.yaml. Deliberate
+changes since: ALiBi's display label, ``llama_alibi`` -> ``Llama(ALiBi)`` (2026-11-24); with
+``agg=mean`` the second metric (Depo's accuracy at K/2) is the seed mean like the first, no longer
+the best seed's (2026-11-25: one cell of ``heatmap_mean`` and ``bars``)."""
 
 from __future__ import annotations
 

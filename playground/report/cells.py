@@ -121,14 +121,16 @@ def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
     lr = (by_lr["mean"].idxmin() if lower else by_lr["mean"].idxmax()) if agg == "mean" else best["lr"]
     value = by_lr.loc[lr, "mean"] if agg == "mean" else best["value"]
     at_lr = done[done["lr"] == lr].sort_values("value", ascending=lower).iloc[0]
-    return {**out, "status": "finished", "value": value, "value2": at_lr["value2"],
+    value2 = done.loc[done["lr"] == lr, "value2"].mean() if agg == "mean" else at_lr["value2"]
+    return {**out, "status": "finished", "value": value, "value2": value2,
             "spread": by_lr.loc[lr, "std"], "seeds": int(by_lr.loc[lr, "count"]), "lr": lr,
             "best_run": at_lr["run"]}
 
 
 def cells(frame: pd.DataFrame, agg: str = "best", lower: bool = False) -> pd.DataFrame:
     """One row per heatmap cell: ``agg='best'`` (the best run over lr and seed) or ``'mean'``
-    (best lr by the mean over seeds; ``spread`` is their standard deviation). Best is the
+    (best lr by the mean over seeds, ``value2`` the mean of the second metric there too;
+    ``spread`` is the first metric's standard deviation). Best is the
     highest value, or the lowest with ``lower`` (KL, losses). A cell whose runs are all still
     running or preempted is ``pending``, not ``failed``."""
     if frame.empty:
