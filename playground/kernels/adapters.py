@@ -38,19 +38,20 @@ BACKENDS_SSD = ("auto", "torch", "fla", "mamba_ssm")
 BACKENDS_GDN = ("auto", "torch", "fla")
 AUTOTUNE = ("restricted", "full")
 _MODULES = {"fla": "fla.ops", "mamba_ssm": "mamba_ssm.ops.triton"}
-_ENTRY = {"mamba_ssm": "mamba_ssm.ops.triton.ssd_combined"}  # the module a package is used through
+# The packages used through one submodule alone, which needs nothing their ``__init__`` imports
+# (mamba_ssm's imports its CUDA extensions, ``selective_scan_cuda``, built only from source).
+_ENTRY = {"mamba_ssm": "mamba_ssm.ops.triton.ssd_combined"}
 
 
 def kernel_module(name: str):
-    """Import module ``name``. mamba_ssm's package ``__init__`` imports its CUDA extensions
-    (``selective_scan_cuda``, built only from source), which its Triton SSD kernels do not need;
-    where that import fails, the package is entered without running its ``__init__``."""
+    """Import module ``name``; where it belongs to a package of ``_ENTRY`` whose ``__init__``
+    fails to import, the package is entered without running that ``__init__``."""
     top = name.split(".")[0]
-    if top == "mamba_ssm" and top not in sys.modules:
+    if top in _ENTRY and top not in sys.modules:
         try:
             importlib.import_module(top)
         except ImportError as err:
-            log.info("mamba_ssm without its CUDA extensions (%s): using its Triton kernels alone", err)
+            log.info("%s does not import whole (%s): using its %s alone", top, err, _ENTRY[top])
             sys.modules[top] = importlib.util.module_from_spec(importlib.util.find_spec(top))
     return importlib.import_module(name)
 

@@ -120,8 +120,9 @@ def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
     best = done.sort_values(["value", "value2"], ascending=lower).iloc[0]
     lr = (by_lr["mean"].idxmin() if lower else by_lr["mean"].idxmax()) if agg == "mean" else best["lr"]
     value = by_lr.loc[lr, "mean"] if agg == "mean" else best["value"]
-    at_lr = done[done["lr"] == lr].sort_values("value", ascending=lower).iloc[0]
-    value2 = done.loc[done["lr"] == lr, "value2"].mean() if agg == "mean" else at_lr["value2"]
+    runs_at_lr = done[done["lr"] == lr]
+    at_lr = runs_at_lr.sort_values("value", ascending=lower).iloc[0]
+    value2 = runs_at_lr["value2"].mean() if agg == "mean" else at_lr["value2"]
     return {**out, "status": "finished", "value": value, "value2": value2,
             "spread": by_lr.loc[lr, "std"], "seeds": int(by_lr.loc[lr, "count"]), "lr": lr,
             "best_run": at_lr["run"]}
