@@ -43,3 +43,20 @@ def test_report_output_is_byte_identical(name, tmp_path):
     assert written == expected
     for file in expected:
         assert (tmp_path / file).read_bytes() == (GOLDEN / name / file).read_bytes(), file
+
+
+def test_bars_of_a_chosen_metric_are_the_runs_own_values(tmp_path):
+    """``bars metric=kl``: one bar per run that measured KL (tasks without it drop out), its value
+    the run's own final KL read here from its summary, and the figure in KL, not in %."""
+    import json
+
+    import pandas as pd
+
+    results = FIXTURES / "results" / "mixed_cpu"
+    kl = {d.name: json.loads((d / "summary.json").read_text())["metrics"]["kl"]
+          for d in results.iterdir() if "kl" in json.loads((d / "summary.json").read_text()).get("metrics", {})}
+    assert len(kl) >= 2
+    main(["bars", str(results), "metric=kl", f"out={tmp_path}"])
+    bars = pd.read_csv(tmp_path / "bars_kl.csv")
+    assert dict(zip(bars["best_run"], bars["value"])) == pytest.approx(kl)
+    assert (tmp_path / "bars_lano_cfg3f_kl.png").stat().st_size > 0

@@ -210,14 +210,17 @@ def cmd_depth(args: Args) -> int:
 
 
 def cmd_bars(args: Args) -> int:
-    cells = aggregate.cells(aggregate.annotate(_runs(args)), "mean")
-    cells = cells[cells["status"] == "finished"].copy()
+    metric = args["metric"]
+    lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
+    cells = aggregate.cells(aggregate.annotate(_runs(args), metric), "mean", lower)
+    cells = cells[(cells["status"] == "finished") & cells["value"].notna()].copy()  # tasks without the metric drop out
     cells["variant"] = [plots.variant_label(a, c) for a, c in zip(cells["architecture"], cells["canon"])]
-    out = _out(args)
-    atomic_write(out / "bars.csv", cells.to_csv(index=False).encode())
+    out, suffix = _out(args), f"_{metric}" if metric else ""
+    atomic_write(out / f"bars{suffix}.csv", cells.to_csv(index=False).encode())
+    ylabel = "accuracy (%)" if percent else f"{metric} ({'lower' if lower else 'higher'} is better)"
     for (panel, row), block in cells.groupby(["panel", "row"]) if args.flag("figures") else ():
-        fig = plots.bars_figure(block, "size", "variant", "value", f"{panel} {row}", "accuracy (%)")
-        save_figure(fig, out / f"bars_{panel}_{row.replace('=', '')}.png")
+        fig = plots.bars_figure(block, "size", "variant", "value", f"{panel} {row}", ylabel, percent)
+        save_figure(fig, out / f"bars_{panel}_{row.replace('=', '')}{suffix}.png")
     print(cells[["panel", "row", "size", "variant", "value", "spread", "seeds"]].to_string(index=False))
     return 0
 
@@ -329,8 +332,11 @@ COMMANDS = [
              **OUT}, R, examples=("playground-report curves results/fig7_mini match=depo1",)),
     Command("depth", "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds",
             cmd_depth, dict(OUT), R, examples=("playground-report depth results/gla_canon_mini",)),
-    Command("bars", "accuracy by size and variant, mean ± spread over seeds (MQAR)", cmd_bars, dict(OUT), R,
-            examples=("playground-report bars results/mqar_mini out=results/mini/mqar",)),
+    Command("bars", "accuracy (or metric=) by size and variant, mean ± spread over seeds", cmd_bars,
+            {"metric": ("", "this metric instead of the task's (kl: lower is better); outputs get the suffix _NAME"),
+             **OUT}, R,
+            examples=("playground-report bars results/mqar_mini out=results/mini/mqar",
+                      "playground-report bars results/mini/runs/gdn_mini panel=lano metric=kl out=results/mini/gdn")),
     Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo, dict(OUT), R,
             examples=("playground-report capo results/capo",)),
     Command("lengthgen", "metric vs eval length (× training context), one line per variant", cmd_lengthgen,

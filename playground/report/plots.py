@@ -174,23 +174,26 @@ def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
     return fig
 
 
-def bars_figure(table: pd.DataFrame, x: str, group: str, value: str, title: str, ylabel: str) -> Figure:
+def bars_figure(table: pd.DataFrame, x: str, group: str, value: str, title: str, ylabel: str,
+                percent: bool = True) -> Figure:
     """Grouped bars of ``value`` by ``x`` (e.g. Brevo depth, MQAR width) and ``group`` (variant),
-    with the seed spread as error bars when present."""
+    with the seed spread as error bars when present; ``percent``: a fraction shown in %, on 0–105."""
     xs = sorted(dict.fromkeys(table[x]), key=size_order)
     groups = sorted(dict.fromkeys(table[group]), key=lambda name: (len(str(name)), str(name)))  # baseline first
     rows = -(-len(groups) // 2)
     fig = Figure(figsize=(1.4 + 0.9 * len(xs) * max(1, len(groups) / 2), 3.0 + 0.22 * rows))
     ax = fig.add_subplot()
     width = 0.8 / max(len(groups), 1)
+    scale = 100 if percent else 1
     for g, name in enumerate(groups):
         part = table[table[group] == name].set_index(x).reindex(xs)
-        err = part["spread"] * 100 if "spread" in part else None
-        ax.bar(np.arange(len(xs)) + (g - (len(groups) - 1) / 2) * width, 100 * part[value], width,
+        err = part["spread"] * scale if "spread" in part else None
+        ax.bar(np.arange(len(xs)) + (g - (len(groups) - 1) / 2) * width, scale * part[value], width,
                yerr=err, label=str(name), capsize=2)
     ax.set_xticks(range(len(xs)), [str(v) for v in xs], fontsize=8)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 105)
+    if percent:
+        ax.set_ylim(0, 105)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
