@@ -72,6 +72,16 @@ class Args:
             raise ConfigError(f"{key}={value} is invalid: expected an integer >= {minimum}")
         return value
 
+    def ints(self, key: str, minimum: int = 0) -> list[int]:
+        """A comma-separated list of integers, each >= ``minimum`` (``copies=1,4``)."""
+        try:
+            values = [int(v) for v in self.list(key)]
+        except ValueError:
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected integers separated by commas") from None
+        if any(v < minimum for v in values):
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected integers >= {minimum}")
+        return values
+
     def float(self, key: str) -> float:
         try:
             return float(self.options[key])

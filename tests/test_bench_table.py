@@ -67,3 +67,27 @@ def test_table_refuses_bad_input_before_measuring(tiny_column, monkeypatch, caps
     with pytest.raises(SystemExit):  # the command line says the same, on stderr
         main(["table", f"rows={','.join(rows)}", f"cols={','.join(cols)}", *extra])
     assert key in capsys.readouterr().err
+
+
+def test_copies_train_together_and_their_throughputs_add_up(tmp_path):
+    """``playground-bench train copies=1,2``: the config alone, then two processes training it at
+    once (spawned, timed from a shared barrier); the second figure is the copies' total."""
+    path = tmp_path / "share.json"
+    main(["train", *TINY.split(), "steps=2", "warmup=1", "copies=1,2", f"json={path}"])
+    alone, shared = json.loads(path.read_text())
+    assert (alone["copies"], shared["copies"]) == (1, 2)
+    assert len(shared["per_copy_tokens_per_s"]) == 2
+    assert shared["tokens_per_s"] == pytest.approx(sum(shared["per_copy_tokens_per_s"]))
+    assert shared["tokens_vs_first"] == pytest.approx(shared["tokens_per_s"] / alone["tokens_per_s"])
+    assert 0 < shared["overlap"] <= 1  # the copies' timed steps ran at the same time
+    for a, b in (alone["timed_window"], shared["timed_window"]):
+        assert a < b
+
+
+@pytest.mark.parametrize("extra,key", [(["copies=0"], "copies='0'"), (["copies=1,x"], "copies='1,x'"),
+                                       (["copies=2", "train.no_such_key=1"], "no_such_key")])
+def test_copies_check_their_input_before_starting(monkeypatch, capsys, extra, key):
+    monkeypatch.setattr(measure, "train_speed", lambda *a, **k: pytest.fail("measured before checking"))
+    with pytest.raises(SystemExit):
+        main(["train", *TINY.split(), *extra])
+    assert key in capsys.readouterr().err

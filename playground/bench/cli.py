@@ -65,16 +65,20 @@ def cmd_params(args: Args) -> None:
 
 
 def cmd_train(args: Args) -> None:
-    from playground.bench.measure import train_speed
+    from playground.bench.measure import shared_train_speed
 
     data = args.choice("data", ("fixed", "real"))
     variants = [args.overrides + v.split() for v in (args.list("compare", "|") or [""])]
-    results = [train_speed(v, args.int("steps", 1), args.int("warmup"), data) for v in variants]
-    base = results[0]["step_s"]
+    counts = args.ints("copies", minimum=1)
+    results = [shared_train_speed(v, c, args.int("steps", 1), args.int("warmup"), data)
+               for v in variants for c in counts]
+    base, alone = results[0]["step_s"], results[0]["tokens_per_s"]
     for r in results:
-        r["step_time_vs_first"] = r["step_s"] / base
-        print(f"{' '.join(r['overrides']):70s} {r['tokens_per_s']:>12,.0f} tok/s  "
-              f"MFU {r['mfu'] or 0:.1%}  peak {r['peak_memory_gib'] or 0:.1f} GiB  x{r['step_time_vs_first']:.3f}")
+        r["step_time_vs_first"], r["tokens_vs_first"] = r["step_s"] / base, r["tokens_per_s"] / alone
+        copies = f"  {r['copies']} copies (overlap {r['overlap']:.0%}), total x{r['tokens_vs_first']:.2f}" \
+            if r["copies"] > 1 else ""
+        print(f"{' '.join(r['overrides']):70s} {r['tokens_per_s']:>12,.0f} tok/s  MFU {r['mfu'] or 0:.1%}  "
+              f"peak {r['peak_memory_gib'] or 0:.1f} GiB  x{r['step_time_vs_first']:.3f}{copies}")
     _emit(results, args["json"])
 
 
@@ -93,7 +97,7 @@ def cmd_table(args: Args) -> None:
 def cmd_canon(args: Args) -> None:
     from playground.bench.measure import canon_speed
 
-    rows = canon_speed([int(w) for w in args.list("widths")], batch=args.int("batch", 1),
+    rows = canon_speed(args.ints("widths", minimum=1), batch=args.int("batch", 1),
                       context=args.int("context", 1))
     for r in rows:
         print(f"[{r['batch']}, {r['context']}, {r['width']}] {r['backend']:28s} {r['us']:9.1f} us wall, "
@@ -104,7 +108,7 @@ def cmd_canon(args: Args) -> None:
 def cmd_data(args: Args) -> None:
     from playground.bench.measure import data_speed
 
-    workers = tuple(int(w) for w in args.list("workers"))
+    workers = tuple(args.ints("workers"))
     _emit(data_speed(args.list("tasks"), workers=workers, seconds=args.float("seconds")), args["json"])
 
 
@@ -124,11 +128,16 @@ COMMANDS = [
     Command("train", "training tokens/s, MFU and peak memory of a config (and of variants of it)", cmd_train,
             {"compare": ("", "variants separated by |, each a list of overrides: 'canon=none | canon=ABCD'"),
              "steps": ("20", "timed steps"), "warmup": ("5", "untimed steps first"),
-             "data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader"), **JSON},
+             "data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader"),
+             "copies": ("1", "processes training the config at once on the device, as runs sharing a GPU "
+                             "(a list: copies=1,4 measures alone, then 4 together; tokens/s is their total)"),
+             **JSON},
             overrides=(), examples=(
                 "playground-bench train task=depo1 size=12L768D train.batch_size=16 train.compile=true "
                 "compare='canon=none | canon=ABCD' json=docs/bench/canon.json",
-                "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8")),
+                "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8",
+                "playground-bench train task=depo1_K4 task.context=512 size=8L512D train=paper train.batch_size=64 "
+                "train.compile=true copies=1,6   # runs sharing a GPU (try with and without CUDA MPS)")),
     Command("table", "the performance table: backbones ± Canon × the paper's sizes and the mini recipe",
             cmd_table,
             {"rows": ("", "backbone keys, e.g. llama,llama_canon (default: every row of "

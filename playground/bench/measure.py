@@ -59,10 +59,12 @@ def _timed(fn: Callable[[], object], device: torch.device, steps: int, warmup: i
     return (time.perf_counter() - tic) / steps
 
 
-def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: str = "fixed") -> dict:
+def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: str = "fixed",
+                ready: Callable[[], object] | None = None) -> dict:
     """Training throughput of one config: ``data='fixed'`` repeats one pre-made batch (the
     model's speed alone); ``'real'`` draws every batch from the loader (shows whether the GPU
-    waits for data)."""
+    waits for data). ``ready``: called between the warm-up and the timed steps (the barrier of
+    :func:`shared_train_speed`); ``timed_window``: when the timed steps began and ended (epoch s)."""
     from playground.model import build_model
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
@@ -85,7 +87,14 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     first = _timed(one_step, device, 1, 0)  # the first step compiles (and autotunes): the first warm-up step
-    seconds = _timed(one_step, device, steps, max(warmup - 1, 0))
+    for _ in range(max(warmup - 1, 0)):
+        one_step()
+    _sync(device)
+    if ready is not None:
+        ready()
+    start = time.time()
+    seconds = _timed(one_step, device, steps, 0)
+    window = [start, time.time()]
     tokens = t.batch_size * cfg.task.context
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
     peak = peak_flops(device)
@@ -95,7 +104,66 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
             "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
-            "params": model.param_counts()["total"]}
+            "params": model.param_counts()["total"], "timed_window": window}
+
+
+def _copy(overrides: list[str], steps: int, warmup: int, data: str, barrier, results) -> None:
+    """One process of :func:`shared_train_speed` (module level: spawned processes import it)."""
+    try:
+        results.put(train_speed(overrides, steps, warmup, data, ready=barrier.wait))
+    except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises it
+        barrier.abort()  # the copies waiting on the barrier stop too
+        results.put({"error": f"{type(err).__name__}: {err}"})
+
+
+def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmup: int = 5,
+                       data: str = "fixed") -> dict:
+    """``copies`` processes training the same config at once on one device, as the runs of a
+    local sweep that share a GPU (``per_gpu``): their total tokens/s (and MFU), each copy's, and
+    ``overlap``, the share of the timed steps that all copies ran together (they start them at a
+    barrier after their warm-ups; near 1 means the total is a true concurrent throughput). Under
+    CUDA MPS the copies' kernels may run side by side; without it the GPU time-slices them."""
+    if copies == 1:
+        return {**train_speed(overrides, steps, warmup, data), "copies": 1, "overlap": 1.0}
+    to_objects(compose([*BENCH_DEFAULTS, *overrides]))  # a bad override fails here, before any copy starts
+    import multiprocessing
+    from queue import Empty
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier, queue = ctx.Barrier(copies), ctx.Queue()
+    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, barrier, queue), daemon=True)
+             for _ in range(copies)]
+    for proc in procs:
+        proc.start()
+    results: list[dict] = []
+    try:
+        while len(results) < copies:
+            try:
+                results.append(queue.get(timeout=5))
+            except Empty:
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"copies={copies}: a copy died (exit code {dead[0]}) before reporting")
+            errors = [r["error"] for r in results if "error" in r]
+            if errors:
+                raise RuntimeError(f"copies={copies}: a copy failed: {errors[0]}")
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.terminate()
+    starts, ends = [r["timed_window"][0] for r in results], [r["timed_window"][1] for r in results]
+    longest = max(e - s for s, e in zip(starts, ends))
+    total = sum(r["tokens_per_s"] for r in results)
+    mfus = [r["mfu"] for r in results]
+    return {**results[0], "copies": copies, "tokens_per_s": total,
+            "mfu": sum(mfus) if None not in mfus else None,
+            "tflops": sum(r["tflops"] for r in results),
+            "step_s": sum(r["step_s"] for r in results) / copies,
+            "per_copy_tokens_per_s": [r["tokens_per_s"] for r in results],
+            "peak_memory_gib": results[0]["peak_memory_gib"] and max(r["peak_memory_gib"] for r in results),
+            "overlap": max(0.0, min(ends) - max(starts)) / longest if longest > 0 else 0.0,
+            "timed_window": [min(starts), max(ends)]}
 
 
 @dataclass(frozen=True)
