@@ -9,6 +9,7 @@ term). MFU = FLOPs per second / the accelerator's dense bf16 peak (989 TFLOP/s f
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from playground.config import compose, to_objects
 from playground.data.loader import Batches
 from playground.data.packing import resolve_packing, shard_size
 from playground.errors import check
-from playground.run.device import device_for, loader_workers
+from playground.run.device import HOST_RUNS, device_for, loader_workers
 from playground.run.loop import compiled, make_optimizer, train_step
 from playground.tasks import build_task
 
@@ -107,8 +108,10 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
             "params": model.param_counts()["total"], "timed_window": window}
 
 
-def _copy(overrides: list[str], steps: int, warmup: int, data: str, barrier, results) -> None:
-    """One process of :func:`shared_train_speed` (module level: spawned processes import it)."""
+def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int, barrier, results) -> None:
+    """One process of :func:`shared_train_speed` (module level: spawned processes import it);
+    with ``data=real`` its loader takes its share of the cores, as a run of a local sweep does."""
+    os.environ[HOST_RUNS] = str(copies)
     try:
         results.put(train_speed(overrides, steps, warmup, data, ready=barrier.wait))
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises it
@@ -131,7 +134,7 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
 
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(copies), ctx.Queue()
-    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, barrier, queue), daemon=True)
+    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, copies, barrier, queue), daemon=True)
              for _ in range(copies)]
     for proc in procs:
         proc.start()
@@ -143,7 +146,7 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
             except Empty:
                 dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
                 if dead:
-                    raise RuntimeError(f"copies={copies}: a copy died (exit code {dead[0]}) before reporting")
+                    raise RuntimeError(f"copies={copies}: a copy died (exit code {dead[0]}) before reporting") from None
             errors = [r["error"] for r in results if "error" in r]
             if errors:
                 raise RuntimeError(f"copies={copies}: a copy failed: {errors[0]}")
@@ -155,13 +158,13 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
     starts, ends = [r["timed_window"][0] for r in results], [r["timed_window"][1] for r in results]
     longest = max(e - s for s, e in zip(starts, ends))
     total = sum(r["tokens_per_s"] for r in results)
-    mfus = [r["mfu"] for r in results]
+    on_cuda = results[0]["peak_memory_gib"] is not None  # peak memory (and MFU, on a known GPU): CUDA only
     return {**results[0], "copies": copies, "tokens_per_s": total,
-            "mfu": sum(mfus) if None not in mfus else None,
+            "mfu": None if results[0]["mfu"] is None else sum(r["mfu"] for r in results),
             "tflops": sum(r["tflops"] for r in results),
             "step_s": sum(r["step_s"] for r in results) / copies,
             "per_copy_tokens_per_s": [r["tokens_per_s"] for r in results],
-            "peak_memory_gib": results[0]["peak_memory_gib"] and max(r["peak_memory_gib"] for r in results),
+            "peak_memory_gib": max(r["peak_memory_gib"] for r in results) if on_cuda else None,
             "overlap": max(0.0, min(ends) - max(starts)) / longest if longest > 0 else 0.0,
             "timed_window": [min(starts), max(ends)]}
 
