@@ -60,3 +60,16 @@ def test_bars_of_a_chosen_metric_are_the_runs_own_values(tmp_path):
     bars = pd.read_csv(tmp_path / "bars_kl.csv")
     assert dict(zip(bars["best_run"], bars["value"])) == pytest.approx(kl)
     assert (tmp_path / "bars_lano_cfg3f_kl.png").stat().st_size > 0
+
+
+def test_size_keeps_one_model_size_and_names_the_sizes_there(tmp_path, capsys):
+    results = FIXTURES / "results" / "mixed_cpu"
+    main(["bars", str(results), "size=2L128D", f"out={tmp_path}", "figures=false"])
+    import pandas as pd
+
+    bars = pd.read_csv(tmp_path / "bars.csv")
+    assert len(bars) >= 1 and set(bars["size"]) == {"2L128D"}
+    with pytest.raises(SystemExit):
+        main(["bars", str(results), "size=9L9D", f"out={tmp_path}"])
+    err = capsys.readouterr().err
+    assert "size=9L9D is invalid" in err and "2L64D" in err

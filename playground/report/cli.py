@@ -26,7 +26,9 @@ from playground.run.rundir import MetricsLog
 
 OUT = {"out": ("", "output folder (default: RESULTS/report)"),
        "figures": ("true", "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)"),
-       "panel": ("", "only the runs of this panel (e.g. depo1_K4), when a folder holds several")}
+       "panel": ("", "only the runs of this panel (e.g. depo1_K4), when a folder holds several"),
+       "row": ("", "only the runs of this difficulty row (e.g. N=15, cfg3f)"),
+       "size": ("", "only the runs of this model size (e.g. 8L512D)")}
 
 
 def _out(args: Args) -> Path:
@@ -44,12 +46,13 @@ def _runs(args: Args) -> pd.DataFrame:
     frame, refused = check_integrity(frame)
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)
-    if panel := args["panel"]:
-        panels = frame["config.panel"] if "config.panel" in frame else pd.Series(dtype=object)
-        if panel not in set(panels.dropna()):
-            raise ConfigError(f"panel={panel} is invalid: expected one of the panels under {results}: "
-                              f"{sorted(panels.dropna().unique())}")
-        frame = frame[panels == panel]
+    for key, column in (("panel", "config.panel"), ("row", "record.task.row"), ("size", "record.size.label")):
+        if wanted := args[key]:
+            values = frame[column] if column in frame else pd.Series(dtype=object)
+            if wanted not in set(values.dropna()):
+                raise ConfigError(f"{key}={wanted} is invalid: expected one of the {key}s under {results}: "
+                                  f"{sorted(values.dropna().unique())}")
+            frame = frame[values == wanted]
     return frame
 
 
