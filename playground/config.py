@@ -38,6 +38,7 @@ PAPER_SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")  # presets conf/size/<l
 SCHEDULES = ("cosine", "linear", "constant")
 DTYPES = ("auto", "float32", "bfloat16")
 RESUME = ("auto", "never")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 MLPS = ("swiglu", "gelu", "moe", "none")
 PACKINGS = ("auto", "aligned", "stream")  # data.packing; auto = the task's own (data/packing.py)
 
@@ -208,6 +209,9 @@ class TrainConfig:
     # with compile: model (one graph: inductor fuses across blocks) | blocks (each block compiled
     # alone; identical blocks share one graph, so compiling takes a fraction of the time)
     compile_scope: str = "model"
+    # with compile: torch.compile's mode (default | reduce-overhead: CUDA graphs | max-autotune:
+    # inductor benchmarks its kernel choices, with CUDA graphs | max-autotune-no-cudagraphs)
+    compile_mode: str = "default"
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
@@ -238,6 +242,9 @@ class TrainConfig:
               "model or blocks")
         check(self.compile or self.compile_scope == "model", "train.compile_scope", self.compile_scope,
               "model (the default) unless train.compile=true: it chooses what is compiled")
+        check(self.compile_mode in COMPILE_MODES, "train.compile_mode", self.compile_mode, f"one of {COMPILE_MODES}")
+        check(self.compile or self.compile_mode == "default", "train.compile_mode", self.compile_mode,
+              "default unless train.compile=true: it chooses how the model is compiled")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
         check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")

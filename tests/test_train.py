@@ -86,7 +86,9 @@ def test_lr_schedules():
                                           ("train.micro_batch_size=5", "train.micro_batch_size"),
                                           ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction"),
                                           ("train.compile_scope=layers", "train.compile_scope"),
-                                          ("train.compile_scope=blocks", "train.compile_scope")])
+                                          ("train.compile_scope=blocks", "train.compile_scope"),
+                                          ("train.compile_mode=fastest", "train.compile_mode"),
+                                          ("train.compile_mode=max-autotune", "train.compile_mode")])
 def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     out = tmp_path / "bad"
     proc = subprocess.run([sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
@@ -119,6 +121,23 @@ def test_compiling_each_block_alone_gives_the_model_s_outputs_and_one_shared_gra
     torch.testing.assert_close(step(ids), eager, rtol=1e-4, atol=1e-4)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
     assert compiled(model, TrainConfig(compile=False)) is model
+
+
+@pytest.mark.parametrize("scope", ["model", "blocks"])
+def test_compile_mode_reaches_torch_compile(monkeypatch, scope):
+    """train.compile_mode is passed to torch.compile as its mode, for the model or each block."""
+    import torch
+
+    from playground.config import ModelConfig
+    from playground.mixers.attention import AttentionConfig
+    from playground.model import build_model
+    from playground.run.loop import compiled
+
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda module, **kw: seen.append(kw["mode"]) or module)
+    model = build_model(ModelConfig(n_layers=2, d_model=32, head_dim=16, mixer=AttentionConfig()), 11, seed=0)
+    compiled(model, TrainConfig(compile=True, compile_scope=scope, compile_mode="max-autotune-no-cudagraphs"))
+    assert seen == ["max-autotune-no-cudagraphs"] * (1 if scope == "model" else 2)
 
 
 def test_metrics_are_json_lines(make_cfg, tmp_path):

@@ -73,14 +73,15 @@ def lr_at(step: int, t: TrainConfig) -> float:
 def compiled(model, t: TrainConfig):
     """The model as the training step calls it: itself (``train.compile=false``), compiled whole
     (``compile_scope=model``: one graph) or with each of its blocks compiled in place
-    (``blocks``: the blocks share one graph where they are alike; embedding, head and loss eager)."""
+    (``blocks``: the blocks share one graph where they are alike; embedding, head and loss eager),
+    in ``train.compile_mode``."""
     if not t.compile:
         return model
     if t.compile_scope == "model":
-        return torch.compile(model)
+        return torch.compile(model, mode=t.compile_mode)
     inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
     for block in inner.blocks:
-        block.compile()
+        block.compile(mode=t.compile_mode)
     return model
 
 
