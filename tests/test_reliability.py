@@ -33,6 +33,19 @@ def records(out: Path) -> list[dict]:
             for r in runs.MetricsLog(out / "metrics.jsonl").records()]
 
 
+def assert_same_run(got: list[dict], want: list[dict]) -> None:
+    """The same records (steps, tokens, learning rates, evaluations, to the bit), losses to
+    float32's last bits: on this 2-core CPU a logged loss has twice come out one ulp off
+    (2.687688112 for 2.687687874 at steps 3 and 5 of this config, every later step identical, so
+    the trajectory was the same; docs/runs.md). A resume that restored anything wrongly (data
+    order, optimizer state, RNG) moves the losses by orders of magnitude more."""
+    assert [{k: v for k, v in r.items() if k != "loss"} for r in got] == \
+           [{k: v for k, v in r.items() if k != "loss"} for r in want]
+    assert [r["loss"] for r in got if "loss" in r] == pytest.approx([r["loss"] for r in want if "loss" in r],
+                                                                   rel=1e-6, abs=0)
+    assert [set(r) for r in got] == [set(r) for r in want]
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> list[dict]:
     out = tmp_path_factory.mktemp("ref") / "run"
@@ -57,7 +70,7 @@ def test_kill9_anywhere_then_resume_is_exact(tmp_path, reference, kill_at):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     subprocess.run(cmd(out), check=True, capture_output=True)
-    assert records(out) == reference
+    assert_same_run(records(out), reference)
     assert runs.read_json(out / "summary.json")["status"] == "finished"
 
 
@@ -75,7 +88,7 @@ def test_kill_during_checkpoint_write_is_harmless(tmp_path, reference):
     (ckpts / "step_00000099.pt").write_bytes(last.read_bytes()[:-10])  # no sidecar: incomplete
     assert runs.checkpoint_paths(ckpts)[-1] == last
     subprocess.run(cmd(out), check=True, capture_output=True)
-    assert records(out) == reference
+    assert_same_run(records(out), reference)
 
 
 def test_corrupt_latest_checkpoint_falls_back(tmp_path, reference):
@@ -91,7 +104,7 @@ def test_corrupt_latest_checkpoint_falls_back(tmp_path, reference):
     assert path == older and state["step"] < int(latest.stem.split("_")[1])
     resumed = subprocess.run(cmd(out), check=True, capture_output=True, text=True)
     assert "skipping checkpoint" in resumed.stderr
-    assert records(out) == reference
+    assert_same_run(records(out), reference)
 
 
 def test_sigterm_checkpoints_and_marks_resumable(tmp_path, reference):
@@ -106,7 +119,7 @@ def test_sigterm_checkpoints_and_marks_resumable(tmp_path, reference):
     stopped_at = summary["step"]
     assert runs.checkpoint_paths(out / "checkpoints")[-1].name == f"step_{stopped_at:08d}.pt"
     subprocess.run(cmd(out), check=True, capture_output=True)
-    assert records(out) == reference
+    assert_same_run(records(out), reference)
 
 
 def test_sweep_isolates_crash_divergence_and_invalid_points(tmp_path):
