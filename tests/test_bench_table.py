@@ -71,9 +71,11 @@ def test_table_refuses_bad_input_before_measuring(tiny_column, monkeypatch, caps
 
 def test_copies_train_together_and_their_throughputs_add_up(tmp_path):
     """``playground-bench train copies=1,2``: the config alone, then two processes training it at
-    once (spawned, timed from a shared barrier); the second figure is the copies' total."""
+    once (spawned, timed from a shared barrier); the second figure is the copies' total. With the
+    loader's own worker processes, as a run has them on a GPU."""
     path = tmp_path / "share.json"
-    main(["train", *TINY.split(), "steps=2", "warmup=1", "copies=1,2", f"json={path}"])
+    main(["train", *TINY.split(), "steps=2", "warmup=1", "copies=1,2", "data=real", "data.num_workers=1",
+          f"json={path}"])
     alone, shared = json.loads(path.read_text())
     assert (alone["copies"], shared["copies"]) == (1, 2)
     assert len(shared["per_copy_tokens_per_s"]) == 2

@@ -134,8 +134,8 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
 
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(copies), ctx.Queue()
-    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, copies, barrier, queue), daemon=True)
-             for _ in range(copies)]
+    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, copies, barrier, queue))
+             for _ in range(copies)]  # not daemonic: a copy's loader starts worker processes of its own
     for proc in procs:
         proc.start()
     results: list[dict] = []
