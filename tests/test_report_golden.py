@@ -9,8 +9,10 @@ the best seed's (2026-11-25: one cell of ``heatmap_mean`` and ``bars``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from playground.report.cli import main
@@ -48,10 +50,6 @@ def test_report_output_is_byte_identical(name, tmp_path):
 def test_bars_of_a_chosen_metric_are_the_runs_own_values(tmp_path):
     """``bars metric=kl``: one bar per run that measured KL (tasks without it drop out), its value
     the run's own final KL read here from its summary, and the figure in KL, not in %."""
-    import json
-
-    import pandas as pd
-
     results = FIXTURES / "results" / "mixed_cpu"
     kl = {d.name: json.loads((d / "summary.json").read_text())["metrics"]["kl"]
           for d in results.iterdir() if "kl" in json.loads((d / "summary.json").read_text()).get("metrics", {})}
@@ -65,8 +63,6 @@ def test_bars_of_a_chosen_metric_are_the_runs_own_values(tmp_path):
 def test_size_keeps_one_model_size_and_names_the_sizes_there(tmp_path, capsys):
     results = FIXTURES / "results" / "mixed_cpu"
     main(["bars", str(results), "size=2L128D", f"out={tmp_path}", "figures=false"])
-    import pandas as pd
-
     bars = pd.read_csv(tmp_path / "bars.csv")
     assert len(bars) >= 1 and set(bars["size"]) == {"2L128D"}
     with pytest.raises(SystemExit):

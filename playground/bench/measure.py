@@ -48,11 +48,15 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed(fn: Callable[[], object], device: torch.device, steps: int, warmup: int) -> float:
-    """Seconds per call of ``fn`` after ``warmup`` calls (CUDA-synchronised)."""
+def _timed(fn: Callable[[], object], device: torch.device, steps: int, warmup: int,
+           ready: Callable[[], object] | None = None) -> float:
+    """Seconds per call of ``fn`` after ``warmup`` calls (CUDA-synchronised); ``ready`` is
+    called between the two."""
     for _ in range(warmup):
         fn()
     _sync(device)
+    if ready is not None:
+        ready()
     tic = time.perf_counter()
     for _ in range(steps):
         fn()
@@ -88,14 +92,9 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     first = _timed(one_step, device, 1, 0)  # the first step compiles (and autotunes): the first warm-up step
-    for _ in range(max(warmup - 1, 0)):
-        one_step()
-    _sync(device)
-    if ready is not None:
-        ready()
-    start = time.time()
-    seconds = _timed(one_step, device, steps, 0)
-    window = [start, time.time()]
+    seconds = _timed(one_step, device, steps, max(warmup - 1, 0), ready)
+    end = time.time()
+    window = [end - seconds * steps, end]
     tokens = t.batch_size * cfg.task.context
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
     peak = peak_flops(device)

@@ -31,6 +31,15 @@ OUT = {"out": ("", "output folder (default: RESULTS/report)"),
        "size": ("", "only the runs of this model size (e.g. 8L512D)")}
 
 
+def _suffix(metric: str) -> str:
+    """The file-name suffix of outputs for ``metric=`` (none for the task's own metric)."""
+    return f"_{metric}" if metric else ""
+
+
+def _describe(metric: str, lower: bool) -> str:
+    return f"{metric} ({'lower' if lower else 'higher'} is better)"
+
+
 def _out(args: Args) -> Path:
     return Path(args["out"]) if args["out"] else Path(args.positional[0]) / "report"
 
@@ -105,10 +114,10 @@ def cmd_heatmap(args: Args) -> int:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
     cells, lower = _heatmap_cells(args, agg)
     percent = aggregate.is_accuracy(metric)
-    out, suffix = _out(args), f"_{metric}" if metric else ""
+    out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"cells{suffix}.csv", cells.to_csv(index=False).encode())
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
-    what = f"{metric} ({'lower' if lower else 'higher'} is better), " if metric else ""
+    what = f"{_describe(metric, lower)}, " if metric else ""
     how = "best run over learning rates and seeds" if agg == "best" else "seed mean at the best learning rate"
     for panel, block in cells.groupby("panel") if args.flag("figures") else ():
         save_figure(plots.heatmap_figure(block, f"{panel}: {what}{how}", percent, lower),
@@ -133,7 +142,7 @@ def cmd_orderings(args: Args) -> int:
     metric = args["metric"]
     cells, lower = _heatmap_cells(args, "mean")
     table = aggregate.orderings(cells, lower)
-    out, suffix = _out(args), f"_{metric}" if metric else ""
+    out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"orderings{suffix}.csv", table.to_csv(index=False).encode())
     text = orderings_markdown(table, aggregate.is_accuracy(metric))
     atomic_write(out / f"orderings{suffix}.md", text.encode())
@@ -218,9 +227,9 @@ def cmd_bars(args: Args) -> int:
     cells = aggregate.cells(aggregate.annotate(_runs(args), metric), "mean", lower)
     cells = cells[(cells["status"] == "finished") & cells["value"].notna()].copy()  # tasks without the metric drop out
     cells["variant"] = [plots.variant_label(a, c) for a, c in zip(cells["architecture"], cells["canon"])]
-    out, suffix = _out(args), f"_{metric}" if metric else ""
+    out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"bars{suffix}.csv", cells.to_csv(index=False).encode())
-    ylabel = "accuracy (%)" if percent else f"{metric} ({'lower' if lower else 'higher'} is better)"
+    ylabel = "accuracy (%)" if percent else _describe(metric, lower)
     for (panel, row), block in cells.groupby(["panel", "row"]) if args.flag("figures") else ():
         fig = plots.bars_figure(block, "size", "variant", "value", f"{panel} {row}", ylabel, percent)
         save_figure(fig, out / f"bars_{panel}_{row.replace('=', '')}{suffix}.png")
