@@ -49,6 +49,18 @@ def test_canon_bench_reports_wall_and_device_time():
         assert 0 < r["device_us"] and 0 < r["us"] and r["floor_us"] > 0, r
 
 
+def test_step_profile_lists_gpu_kernels():
+    """``playground-bench profile`` on CUDA: the step's GPU kernels by their own time, and how busy
+    the GPU was (the kernels' total over the wall; the profiled steps run slower than the timed ones,
+    so allow a margin above 1)."""
+    from playground.bench.measure import step_profile
+
+    r = step_profile(["task=depo_tiny", "size=2L64D", "train.batch_size=4", "canon=ABCD"], steps=3, warmup=2, top=40)
+    assert r["entries"] == "GPU kernels" and 0 < r["busy"] < 3, r
+    assert r["top"] and all(e["ms_per_step"] >= 0 and e["calls_per_step"] > 0 for e in r["top"])
+    assert not any(e["name"].startswith("aten::") for e in r["top"])  # kernels, not the operators launching them
+
+
 def test_swiglu_mlp_with_fused_canon_d_matches_the_torch_backend():
     """The MLP's fused Canon-D + SwiGLU kernel (backend fused) and the Canon kernel with SwiGLU
     apart (backend auto on CUDA) against the plain PyTorch composition (backend torch): output

@@ -6,6 +6,8 @@ atomically).
   vocabulary (Depo1's by default), built on the meta device (no memory, no compute).
 - ``train``: training tokens/s, MFU and peak memory of a config, and of variants of it with
   ratios to the first (``compare="canon=none | canon=ABCD"``); ``data=real`` uses the loader.
+- ``profile``: where a training step's time goes — the top GPU kernels (on the CPU, operators)
+  by their own time per step, from the PyTorch profiler, and how busy the GPU is.
 - ``table``: the performance table of docs/PERFORMANCE.md — every backbone with and without
   Canon (``measure.TABLE_ROWS``) at the paper's four sizes and the mini recipe
   (``measure.TABLE_COLUMNS``): tokens/s, MFU, peak memory, × its no-Canon twin, × compiled Llama;
@@ -82,6 +84,21 @@ def cmd_train(args: Args) -> None:
     _emit(results, args["json"])
 
 
+def cmd_profile(args: Args) -> None:
+    from playground.bench.measure import step_profile
+
+    r = step_profile(args.overrides, args.int("steps", 1), args.int("warmup"), args.int("top", 1),
+                     args.choice("data", ("fixed", "real")))
+    busy = f" (the GPU busy {r['busy']:.0%} of the wall)" if r["busy"] is not None else ""
+    print(f"{' '.join(r['overrides'])}: {r['step_s'] * 1e3:.2f} ms/step, {r['tokens_per_s']:,.0f} tokens/s; "
+          f"{r['entries']} {r['profiled_s_per_step'] * 1e3:.2f} ms/step{busy}")
+    print(f"  {'name':80s} {'ms/step':>9s} {'calls':>7s} {'share':>6s}")
+    for e in r["top"]:
+        print(f"  {e['name'][:80]:80s} {e['ms_per_step']:9.3f} {e['calls_per_step']:7.1f} {e['share']:6.1%}")
+    if args["json"]:
+        write_json(Path(args["json"]), r)
+
+
 def cmd_table(args: Args) -> None:
     from playground.bench.measure import TABLE_COLUMNS, TABLE_ROWS, bench_table, table_markdown
 
@@ -138,6 +155,16 @@ COMMANDS = [
                 "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8",
                 "playground-bench train task=depo1_K4 task.context=512 size=8L512D train=paper train.batch_size=64 "
                 "train.compile=true copies=1,6   # runs sharing a GPU (try with and without CUDA MPS)")),
+    Command("profile", "where a training step's time goes: its top GPU kernels (on the CPU: operators), "
+            "from the PyTorch profiler", cmd_profile,
+            {"steps": ("10", "steps timed, then as many profiled"), "warmup": ("5", "untimed steps first"),
+             "top": ("15", "entries listed"),
+             "data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader"), **JSON},
+            overrides=(), examples=(
+                "playground-bench profile task=depo1 size=12L768D train.batch_size=16 model=mamba2 mixer=mamba2 "
+                "canon=none model.mixer.backend=mamba_ssm train.compile=true json=prof.json",
+                "playground-bench profile task=depo1_K4 task.context=512 size=8L512D train=paper "
+                "train.batch_size=64 canon=ABCD train.compile=true top=25")),
     Command("table", "the performance table: backbones ± Canon × the paper's sizes and the mini recipe",
             cmd_table,
             {"rows": ("", "backbone keys, e.g. llama,llama_canon (default: every row of "

@@ -64,12 +64,10 @@ def _timed(fn: Callable[[], object], device: torch.device, steps: int, warmup: i
     return (time.perf_counter() - tic) / steps
 
 
-def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: str = "fixed",
-                ready: Callable[[], object] | None = None) -> dict:
-    """Training throughput of one config: ``data='fixed'`` repeats one pre-made batch (the
-    model's speed alone); ``'real'`` draws every batch from the loader (shows whether the GPU
-    waits for data). ``ready``: called between the warm-up and the timed steps (the barrier of
-    :func:`shared_train_speed`); ``timed_window``: when the timed steps began and ended (epoch s)."""
+def _training_step(overrides: list[str], data: str):
+    """A training step as a run takes it: the config, device, model and ``one_step`` — on one
+    pre-made batch (``data='fixed'``: the model's speed alone) or on the loader's next batch
+    (``'real'``: shows whether the GPU waits for data); also the task and the loader's workers."""
     from playground.model import build_model
 
     cfg = to_objects(compose([*BENCH_DEFAULTS, *overrides]))
@@ -89,6 +87,20 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
         batch = fixed if data == "fixed" else next(batches)
         train_step(step_fn, opt, batch.tokens, batch.mask, None, t, device)
 
+    return cfg, device, model, one_step, task, workers
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: str = "fixed",
+                ready: Callable[[], object] | None = None) -> dict:
+    """Training throughput of one config (``data``: see :func:`_training_step`). ``ready``: called
+    between the warm-up and the timed steps (the barrier of :func:`shared_train_speed`);
+    ``timed_window``: when the timed steps began and ended (epoch s)."""
+    cfg, device, model, one_step, task, workers = _training_step(overrides, data)
+    t = cfg.train
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     first = _timed(one_step, device, 1, 0)  # the first step compiles (and autotunes): the first warm-up step
@@ -98,13 +110,45 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     tokens = t.batch_size * cfg.task.context
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
     peak = peak_flops(device)
-    return {"overrides": overrides, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+    return {"overrides": overrides, "device": _device_name(device),
             "step_s": seconds, "first_step_s": first, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
             "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers,
             "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "params": model.param_counts()["total"], "timed_window": window}
+
+
+def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: int = 15,
+                 data: str = "fixed") -> dict:
+    """Where a training step's time goes: its wall time per step (``steps`` steps after ``warmup``),
+    then ``steps`` more under the PyTorch profiler, and the ``top`` entries by their own time per
+    step. On CUDA the entries are GPU kernels and ``busy`` is their total over the wall time (near
+    1: the GPU never waits for the host); on the CPU they are operators (``busy`` None)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg, device, _model, one_step, _task, _workers = _training_step(overrides, data)
+    _timed(one_step, device, 1, 0)  # compiles
+    wall = _timed(one_step, device, steps, max(warmup - 1, 0))
+    cuda = device.type == "cuda"
+    with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]) as prof:
+        for _ in range(steps):
+            one_step()
+        _sync(device)
+    kind = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
+    events = [e for e in prof.key_averages() if e.device_type == kind]
+
+    def own(e) -> float:  # seconds per step spent in the entry itself
+        return (e.self_device_time_total if cuda else e.self_cpu_time_total) / steps / 1e6
+
+    total = sum(own(e) for e in events)
+    rows = [{"name": e.key, "ms_per_step": own(e) * 1e3, "calls_per_step": e.count / steps,
+             "share": own(e) / total if total else 0.0}
+            for e in sorted(events, key=own, reverse=True)[:top]]
+    return {"overrides": overrides, "device": _device_name(device), "compile": cfg.train.compile, "data": data,
+            "step_s": wall, "tokens_per_s": cfg.train.batch_size * cfg.task.context / wall,
+            "entries": "GPU kernels" if cuda else "CPU operators", "profiled_s_per_step": total,
+            "busy": total / wall if cuda else None, "top": rows}
 
 
 def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int, barrier, results) -> None:
