@@ -51,7 +51,7 @@ class Mamba2Config:
     state: int = 64  # N, the state size per head
     expand: float = 2.0  # inner width = expand · d
     conv_kernel: int = 4
-    chunk: int = 64  # chunk length of the PyTorch chunked SSD
+    chunk: int = 64  # chunk length of the chunked SSD (the PyTorch path and mamba_ssm's kernel)
     backend: str = "auto"  # auto (mamba_ssm, else fla, on CUDA) | torch | fla | mamba_ssm
     autotune: str = "restricted"  # restricted | full: Triton autotune space of the kernels
     norm_eps: float = 1e-5
