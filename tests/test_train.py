@@ -1,4 +1,4 @@
-"""The trainer: learning, run directory, exact resume after kill -9, config errors."""
+"""The trainer: learning, run directory, config errors (resume after kill -9: test_reliability.py)."""
 
 from __future__ import annotations
 
