@@ -66,10 +66,14 @@ def cmd_params(args: Args) -> None:
         _emit({"vocab": vocab, "table": table}, args["json"])
 
 
+def _data(args: Args) -> str:
+    return args.choice("data", ("fixed", "real"))
+
+
 def cmd_train(args: Args) -> None:
     from playground.bench.measure import shared_train_speed
 
-    data = args.choice("data", ("fixed", "real"))
+    data = _data(args)
     variants = [args.overrides + v.split() for v in (args.list("compare", "|") or [""])]
     counts = args.ints("copies", minimum=1)
     results = [shared_train_speed(v, c, args.int("steps", 1), args.int("warmup"), data)
@@ -88,7 +92,7 @@ def cmd_profile(args: Args) -> None:
     from playground.bench.measure import step_profile
 
     r = step_profile(args.overrides, args.int("steps", 1), args.int("warmup"), args.int("top", 1),
-                     args.choice("data", ("fixed", "real")))
+                     _data(args))
     busy = f" (the GPU busy {r['busy']:.0%} of the wall)" if r["busy"] is not None else ""
     print(f"{' '.join(r['overrides'])}: {r['step_s'] * 1e3:.2f} ms/step, {r['tokens_per_s']:,.0f} tokens/s; "
           f"{r['entries']} {r['profiled_s_per_step'] * 1e3:.2f} ms/step{busy}")
@@ -138,6 +142,7 @@ def cmd_generate(args: Args) -> None:
 
 
 JSON = {"json": ("", "also write the figures to this JSON file")}
+DATA = {"data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader")}
 COMMANDS = [
     Command("params", "parameter counts of every backbone at the paper's sizes", cmd_params,
             {"vocab": ("0", "vocabulary size (0: Depo1's)"), "sizes": (",".join(PAPER_SIZES), "size presets"),
@@ -145,7 +150,7 @@ COMMANDS = [
     Command("train", "training tokens/s, MFU and peak memory of a config (and of variants of it)", cmd_train,
             {"compare": ("", "variants separated by |, each a list of overrides: 'canon=none | canon=ABCD'"),
              "steps": ("20", "timed steps"), "warmup": ("5", "untimed steps first"),
-             "data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader"),
+             **DATA,
              "copies": ("1", "processes training the config at once on the device, as runs sharing a GPU "
                              "(a list: copies=1,4 measures alone, then 4 together; tokens/s is their total)"),
              **JSON},
@@ -159,7 +164,7 @@ COMMANDS = [
             "from the PyTorch profiler", cmd_profile,
             {"steps": ("10", "steps timed, then as many profiled"), "warmup": ("5", "untimed steps first"),
              "top": ("15", "entries listed"),
-             "data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader"), **JSON},
+             **DATA, **JSON},
             overrides=(), examples=(
                 "playground-bench profile task=depo1 size=12L768D train.batch_size=16 model=mamba2 mixer=mamba2 "
                 "canon=none model.mixer.backend=mamba_ssm train.compile=true json=prof.json",
