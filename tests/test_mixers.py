@@ -393,12 +393,12 @@ def fake_mamba_ssm(tmp_path, monkeypatch):
         (package / "ops" / "triton" / "ssd_combined.py").write_text(kernels)
         monkeypatch.syspath_prepend(str(tmp_path))
         assert "mamba_ssm" not in sys.modules
-        fast.available.cache_clear()
+        fast._available.cache_clear()
 
     yield make
     for name in [n for n in sys.modules if n.split(".")[0] == "mamba_ssm"]:
         del sys.modules[name]
-    fast.available.cache_clear()
+    fast._available.cache_clear()
 
 
 @pytest.mark.parametrize("init, whole", [("import selective_scan_cuda  # its CUDA extension\n", False),
@@ -417,12 +417,41 @@ def test_a_package_whose_kernels_do_not_import_is_not_available(fake_mamba_ssm):
     assert not fast.available("mamba_ssm")
 
 
+def test_a_first_kernel_check_under_torch_compile_imports_in_plain_python(tmp_path, monkeypatch, recwarn):
+    """The mixers ask available() in their forward, so in a fresh compiled run the kernel package
+    is first imported while dynamo traces. It must be imported in plain Python: traced, its module
+    code ran through dynamo (on the GPU, fla's version check failed there and a compiled GLA run
+    silently took the PyTorch path)."""
+    (tmp_path / "kernels_probe.py").write_text(
+        "import torch\n\ndef under_dynamo():\n    return torch.compiler.is_dynamo_compiling()\n\n"
+        "TRACED = under_dynamo()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    f = torch.compile(lambda x: x + 1 if fast.available("kernels_probe") else x, backend="eager")
+    try:
+        assert torch.equal(f(torch.ones(2)), torch.full((2,), 2.0))
+        assert sys.modules["kernels_probe"].TRACED is False
+        assert not [w for w in recwarn if "lru_cache" in str(w.message)]
+    finally:
+        sys.modules.pop("kernels_probe", None)
+        fast._available.cache_clear()
+
+
 def test_the_kernel_check_is_a_constant_to_torch_compile(recwarn):
     """The mixers ask fla_gated_backward_ok() in their forward: under torch.compile it is one
     constant (no trace through a cache wrapper, no dynamo warning about it)."""
     f = torch.compile(lambda x: x * 2 if fast.fla_gated_backward_ok() else x, backend="eager")
     assert torch.equal(f(torch.ones(3)), torch.full((3,), 2.0 if fast.fla_gated_backward_ok() else 1.0))
     assert not [w for w in recwarn if "lru_cache" in str(w.message)]
+
+
+def test_restricting_the_autotune_space_does_not_break_the_graph():
+    """ssd_mamba and the fla adapters call restrict_autotune in the forward; traced, its walk over
+    sys.modules split the compiled graph around every SSD call (seen in a GPU profile)."""
+    def f(x):
+        x = x * 2
+        fast.restrict_autotune("fla", "chunk_gla")
+        return x + 1
+    assert torch._dynamo.explain(f)(torch.ones(3)).graph_break_count == 0
 
 
 def test_restricted_autotune_keeps_the_cheapest_configs():

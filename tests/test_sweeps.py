@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from playground.config import compose
 from playground.errors import ConfigError
 from playground.report.cells import PAPER_CSV
 from playground.run import rundir as runs
@@ -238,7 +239,23 @@ def test_extra_argument_replaces_a_grid_axis():
     assert len(runs) == len(full) // 2  # seeds 0,1 -> 7; learning rates 1e-3,3e-3 -> 1e-3,2e-3
     assert all(r.count("seed=7") == 1 and not any(x.startswith("seed=") and x != "seed=7" for x in r) for r in runs)
     assert {x for r in runs for x in r if x.startswith("train.lr=")} == {"train.lr=1e-3", "train.lr=2e-3"}
-    assert "train.steps=3" in sweep.common and "seed=7" not in sweep.common
+    assert sweep.extra == ["train.steps=3"] and all(r.index("train.steps=3") > r.index("seed=7") for r in runs)
+
+
+def test_extra_argument_wins_over_a_rows_recipe_and_may_not_name_a_variants_key():
+    """A row's recipe sets task.K=16; task.K=4 on the command line must reach every run (Hydra takes
+    the last value, so it goes after the rows), never be silently outvoted. canon= belongs to the
+    variants: refused, naming it."""
+    path = find_sweep_file("fig7")
+    runs = load_sweep(path, "mini", "depo2_K16", extra=["task.K=4", "train.steps=7"]).runs()
+    for run in runs:
+        assert [x for x in run if x.startswith("task.K=")][-1] == "task.K=4"
+        assert [x for x in run if x.startswith("train.steps=")][-1] == "train.steps=7"
+    cfg = compose(runs[0][:-2])  # without sweep= and out_dir=
+    assert cfg.task.K == 4 and cfg.train.steps == 7
+    for bad in ("canon=none", "mixer=nope", "variant=x", "out_dir=/tmp/x"):
+        with pytest.raises(ConfigError, match=bad.partition("=")[0]):
+            load_sweep(path, "mini", extra=[bad])
 
 
 def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):

@@ -56,9 +56,17 @@ def kernel_module(name: str):
     return importlib.import_module(name)
 
 
-@cache
+@torch.compiler.assume_constant_result
 def available(package: str) -> bool:
-    """True if ``package``'s kernels import (checked once, and only when asked)."""
+    """True if ``package``'s kernels import (checked once, and only when asked). The mixers ask
+    in their forward; under torch.compile this runs once in plain Python and is a constant to
+    the graph. Traced instead, a first import ran the package's own code through dynamo, which
+    failed on fla's version check, so a fresh compiled GLA run fell back to the PyTorch path."""
+    return _available(package)
+
+
+@cache
+def _available(package: str) -> bool:
     if importlib.util.find_spec(package) is None:
         return False
     try:
@@ -130,11 +138,17 @@ def _keep(configs: list, keep: int) -> list:
     return sorted(configs, key=cost)[:keep]
 
 
-@cache
+@torch.compiler.assume_constant_result
 def restrict_autotune(package: str, entry: str, keep: int = 2) -> int:
     """Shrink every loaded autotuned kernel of ``package`` to ``keep`` configurations, once per
     kernel ``entry`` point (call it after importing the entry, so its kernels are loaded).
-    Returns how many kernels were restricted; failures only log a warning."""
+    Returns how many kernels were restricted; failures only log a warning. Plain Python under
+    torch.compile, as :func:`available` (traced, its walk over ``sys.modules`` broke the graph)."""
+    return _restrict_autotune(package, entry, keep)
+
+
+@cache
+def _restrict_autotune(package: str, entry: str, keep: int) -> int:
     try:
         count = 0
         for tuner in _autotuners(package):
@@ -202,7 +216,10 @@ def ssd_fla(x, dt, a, bm, cm, autotune: str, resets=None) -> torch.Tensor:
 def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch.Tensor:
     """mamba_ssm's fused chunked SSD (dt already through softplus, no D, no gate); isolated
     examples through its ``seq_idx`` (a non-decreasing segment index per row)."""
-    mamba_chunk_scan_combined = kernel_module(_ENTRY["mamba_ssm"]).mamba_chunk_scan_combined
+    # already imported by available() (past the package's __init__ where that fails); an import
+    # statement, not kernel_module(), so that torch.compile keeps one graph around it
+    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+
     if autotune == "restricted":
         restrict_autotune("mamba_ssm", "mamba_chunk_scan_combined")
     bm, cm = (z[:, :, None].to(x.dtype).contiguous() for z in (bm, cm))  # [B, T, 1, N]

@@ -68,8 +68,8 @@ def _gpu_count() -> int:
 
 
 COMMAND = Command(
-    "", "run every point of a sweep file at a scale; extra key=value arguments go to every run "
-    "(one naming a grid axis, e.g. seed=0,1, replaces it)", cmd_sweep,
+    "", "run every point of a sweep file at a scale; extra key=value arguments go to every run, over "
+    "the rows' recipes (one naming a grid axis, e.g. seed=0,1, replaces it; a variant's key is refused)", cmd_sweep,
     {"scale": ("mini", "a scale of the sweep file: paper, mini or cpu"),
      "launcher": ("basic", f"one of {LAUNCHERS}: basic/slurm = Hydra multiruns; local = one process per run"),
      "gpus": ("0", "local: GPUs to use (0: every visible one)"),

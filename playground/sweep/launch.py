@@ -28,7 +28,7 @@ def multirun_commands(sweep: Sweep, launcher: str) -> list[list[str]]:
         grid = [f"{k}={','.join(v)}" for k, v in {**sweep.grid, **row_grid}.items()]
         for name, variant in sweep.variants.items():
             commands.append([sys.executable, "-m", "playground.run.train", "-m", *sweep.common, *row,
-                             *variant, *grid, *sweep.labels(panel, name), f"sweep={sweep.sweep_dir}",
+                             *variant, *grid, *sweep.labels(panel, name), *sweep.extra, f"sweep={sweep.sweep_dir}",
                              f"out_dir={sweep.folder}/${{run_name}}", *extra])
     return commands
 

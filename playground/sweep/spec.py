@@ -5,14 +5,16 @@ A sweep file names its grid: ``rows`` per scale (task and difficulty, with that 
 zipped; a row's ``panel`` names the heatmap it belongs to), ``variants`` (named
 architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds). Every
 run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its panel and variant
-(``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run; one that names a
-grid axis (``seed=0,1``, ``size=8L512D``) replaces that axis instead.
+(``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run, after the rows'
+recipes (so ``task.K=4`` replaces a row's ``task.K``); one that names a grid axis (``seed=0,1``,
+``size=8L512D``) replaces that axis instead; one that names a variant's key is refused (choose
+the variants with ``variants=``).
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -29,11 +31,12 @@ SCALE_KEYS = {"overrides", "grid", "rows", "cost"}
 class Sweep:
     name: str
     scale: str
-    common: list[str]  # overrides of every run
+    common: list[str]  # the scale's overrides of every run (the rows' recipes come after them)
     rows: list[tuple[str, list[str], dict[str, list[str]]]]  # (panel or "", overrides, row's own grid)
     variants: dict[str, list[str]]
     grid: dict[str, list[str]]
     root: str = "results"  # the runs land in <root>/<name>_<scale>/<run_name>/
+    extra: list[str] = field(default_factory=list)  # the command line's overrides of every run: last
 
     @property
     def sweep_dir(self) -> str:
@@ -52,7 +55,7 @@ class Sweep:
                 for values in itertools.product(*grid.values()):
                     point = [f"{k}={v}" for k, v in zip(grid, values)]
                     out.append([*self.common, *row, *variant, *self.labels(panel, name), *point,
-                                f"sweep={self.sweep_dir}", f"out_dir={self.folder}/${{run_name}}"])
+                                *self.extra, f"sweep={self.sweep_dir}", f"out_dir={self.folder}/${{run_name}}"])
         return out
 
     @staticmethod
@@ -119,11 +122,15 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
             raise ConfigError(f"variants={unknown} not in {path.name}; known: {sorted(variants)}")
         variants = {n: variants[n] for n in names}
     axes = set(grid).union(*(r[2] for r in rows))
+    own = {item.partition("=")[0] for v in variants.values() for item in v}  # and the labels below
+    if clash := [item for item in extra if item.partition("=")[0] in own | {"panel", "variant", "sweep", "out_dir"}]:
+        raise ConfigError(f"{clash[0]!r}: {clash[0].partition('=')[0]} is set by the sweep itself (its variants or "
+                          "labels); choose variants with variants=..., and the runs' folder with root=...")
     for item in extra:  # an extra argument naming a grid axis replaces the axis
         key, _, value = item.partition("=")
         if key in axes:
             grid[key] = value.split(",")
             rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key}) for panel, row, row_grid in rows]
     extra = [item for item in extra if item.partition("=")[0] not in axes]
-    common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides") + list(extra)
-    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid)
+    common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides")
+    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid, extra=list(extra))
