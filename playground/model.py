@@ -111,6 +111,13 @@ class LM(nn.Module):
             seq.advance(ids.shape[1])
         return self.head(self.norm(x)).float()
 
+    def kernel_paths(self, device: torch.device) -> dict[str, str]:
+        """Which path each mixer kind takes for a training pass on ``device``, for mixers that have
+        several (GLA, Gated DeltaNet, Mamba2's SSD: ``torch``, ``fla``, ``mamba_ssm``); runs and
+        benchmarks record it, so a fallback to the PyTorch path shows in the record."""
+        return {b.mixer.cfg.name: b.mixer.backend(device.type == "cuda")
+                for b in self.blocks if hasattr(b.mixer, "backend")}
+
     def param_counts(self) -> dict[str, int]:
         """Parameter counts: total (tied weights once), embedding+head, Canon, and the rest."""
         params = {id(p): (n, p) for n, p in self.named_parameters()}.values()

@@ -370,14 +370,31 @@ def test_shapes_that_do_not_divide_name_the_key():
 
 def test_cpu_uses_the_reference_and_never_imports_gpu_packages():
     x = torch.zeros(1, 2, 3)
-    assert fast.pick_backend("auto", x, stateful=False, order=("mamba_ssm", "fla")) == "torch"
+    assert fast.pick_backend("auto", x.is_cuda, stateful=False, order=("mamba_ssm", "fla")) == "torch"
     with pytest.raises(RuntimeError, match="backend=fla"):
-        fast.pick_backend("fla", x, stateful=False, order=("fla",))
+        fast.pick_backend("fla", x.is_cuda, stateful=False, order=("fla",))
     before = set(sys.modules)
     tiny("gla")(torch.zeros(1, 4, dtype=torch.long))
     tiny("mamba2")(torch.zeros(1, 4, dtype=torch.long))
     tiny("gdn")(torch.zeros(1, 4, dtype=torch.long))
     assert not {"fla", "mamba_ssm", "triton"} & (set(sys.modules) - before)
+
+
+@pytest.mark.parametrize("installed, expected", [
+    ({"fla", "mamba_ssm"}, {"gla": "fla", "gdn": "fla", "mamba2": "mamba_ssm"}),
+    ({"fla"}, {"gla": "fla", "gdn": "fla", "mamba2": "fla"}),
+    (set(), {"gla": "torch", "gdn": "torch", "mamba2": "torch"})])
+def test_the_model_reports_each_mixers_path(monkeypatch, installed, expected):
+    """LM.kernel_paths: the path a training pass takes per mixer kind, as the mixers choose it in
+    their forward (runs and benchmarks record it); on CUDA it follows what imports (here faked:
+    this machine has neither a GPU nor the packages), on the CPU it is always the reference."""
+    monkeypatch.setattr(fast, "_available", lambda package: package in installed)
+    monkeypatch.setattr(fast, "_fla_gated_backward_ok", lambda: True)
+    for name in ("gla", "gdn", "mamba2"):
+        model = tiny(name)
+        assert model.kernel_paths(torch.device("cuda")) == {name: expected[name]}
+        assert model.kernel_paths(torch.device("cpu")) == {name: "torch"}
+    assert build_model(ModelConfig(n_layers=1, d_model=64, mixer=AttentionConfig()), V).kernel_paths(torch.device("cuda")) == {}  # SDPA
 
 
 @pytest.fixture

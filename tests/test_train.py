@@ -36,6 +36,7 @@ def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     saved = runs.read_json(out / "summary.json")
     assert saved["status"] == "finished" and saved["step"] == 40
     assert saved["params"]["total"] > 0 and saved["primary_metric"] == "acc_at_K"
+    assert saved["kernels"] == {}  # Llama: one path (the linear mixers record theirs, tests/test_mixers.py)
     assert set(saved["metrics"]) >= {"acc", "tok_acc", "acc_k1", "acc_k2", "acc_at_K", "acc_at_K2"}
     assert summary["metrics"] == saved["metrics"]
     evals = [r for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "eval"]

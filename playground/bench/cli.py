@@ -83,8 +83,9 @@ def cmd_train(args: Args) -> None:
         r["step_time_vs_first"], r["tokens_vs_first"] = r["step_s"] / base, r["tokens_per_s"] / alone
         copies = f"  {r['copies']} copies (overlap {r['overlap']:.0%}), total x{r['tokens_vs_first']:.2f}" \
             if r["copies"] > 1 else ""
+        paths = "".join(f"  [{kind}: {path}]" for kind, path in r["kernels"].items())
         print(f"{' '.join(r['overrides']):70s} {r['tokens_per_s']:>12,.0f} tok/s  MFU {r['mfu'] or 0:.1%}  "
-              f"peak {r['peak_memory_gib'] or 0:.1f} GiB  x{r['step_time_vs_first']:.3f}{copies}")
+              f"peak {r['peak_memory_gib'] or 0:.1f} GiB  x{r['step_time_vs_first']:.3f}{copies}{paths}")
     _emit(results, args["json"])
 
 
@@ -94,7 +95,8 @@ def cmd_profile(args: Args) -> None:
     r = step_profile(args.overrides, args.int("steps", 1), args.int("warmup"), args.int("top", 1),
                      _data(args))
     busy = f" (the GPU busy {r['busy']:.0%} of the wall)" if r["busy"] is not None else ""
-    print(f"{' '.join(r['overrides'])}: {r['step_s'] * 1e3:.2f} ms/step, {r['tokens_per_s']:,.0f} tokens/s; "
+    paths = "".join(f" [{kind}: {path}]" for kind, path in r["kernels"].items())
+    print(f"{' '.join(r['overrides'])}{paths}: {r['step_s'] * 1e3:.2f} ms/step, {r['tokens_per_s']:,.0f} tokens/s; "
           f"{r['entries']} {r['profiled_s_per_step'] * 1e3:.2f} ms/step{busy}")
     print(f"  {'name':80s} {'ms/step':>9s} {'calls':>7s} {'share':>6s}")
     for e in r["top"]:

@@ -116,7 +116,7 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
             "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
-            "params": model.param_counts()["total"], "timed_window": window}
+            "params": model.param_counts()["total"], "kernels": model.kernel_paths(device), "timed_window": window}
 
 
 def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: int = 15,
@@ -127,7 +127,7 @@ def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: in
     1: the GPU never waits for the host); on the CPU they are operators (``busy`` None)."""
     from torch.profiler import ProfilerActivity, profile
 
-    cfg, device, _model, one_step, _task, _workers = _training_step(overrides, data)
+    cfg, device, model, one_step, _task, _workers = _training_step(overrides, data)
     _timed(one_step, device, 1, 0)  # compiles
     wall = _timed(one_step, device, steps, max(warmup - 1, 0))
     cuda = device.type == "cuda"
@@ -146,7 +146,7 @@ def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: in
              "share": own(e) / total if total else 0.0}
             for e in sorted(events, key=own, reverse=True)[:top]]
     return {"overrides": overrides, "device": _device_name(device), "compile": cfg.train.compile, "data": data,
-            "steps": steps, "step_s": wall, "tokens_per_s": cfg.train.batch_size * cfg.task.context / wall,
+            "kernels": model.kernel_paths(device), "steps": steps, "step_s": wall, "tokens_per_s": cfg.train.batch_size * cfg.task.context / wall,
             "entries": "GPU kernels" if cuda else "CPU operators", "profiled_s_per_step": total,
             "busy": total / wall if cuda else None, "top": rows}
 

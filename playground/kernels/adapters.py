@@ -98,17 +98,17 @@ def _fla_gated_backward_ok() -> bool:
     return not (hopper and (3, 4, 0) <= version < (3, 7, 1))
 
 
-def pick_backend(requested: str, x: torch.Tensor, stateful: bool, order: tuple[str, ...]) -> str:
+def pick_backend(requested: str, on_cuda: bool, stateful: bool, order: tuple[str, ...]) -> str:
     """The backend for one call: ``torch`` on CPU, with a decoding state (the kernels are used
     for whole-sequence training/eval passes only), or when no kernel package imports; otherwise
     the first available of ``order`` (``auto``) or exactly the requested one."""
     if requested == "torch" or stateful:
         return "torch"
     if requested == "auto":
-        if not x.is_cuda:
+        if not on_cuda:
             return "torch"
         return next((b for b in order if available(b)), "torch")
-    if not x.is_cuda or not available(requested):
+    if not on_cuda or not available(requested):
         raise RuntimeError(f"model.mixer.backend={requested} needs a CUDA device and the "
                            f"'{requested}' package (pip install -e '.[gpu]'); use backend=auto")
     return requested

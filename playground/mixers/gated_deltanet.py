@@ -151,12 +151,16 @@ class GDN(nn.Module):
             g, beta = g * keep, beta * keep
         return g, beta
 
+    def backend(self, on_cuda: bool, stateful: bool = False) -> str:
+        """The recurrence's path for a pass (``torch`` or ``fla``); runs record it."""
+        order = ("fla",) if fast.fla_gated_backward_ok() else ()
+        return fast.pick_backend(self.cfg.backend, on_cuda, stateful, order)
+
     def _mix(self, q, k, v, g, beta, seq) -> torch.Tensor:
         """The recurrence over [B, T, H, ·] inputs: a kernel, or the reference with the cache."""
         scale = self.head_k ** -0.5
         cache = None if seq is None else seq.cache
-        order = ("fla",) if fast.fla_gated_backward_ok() else ()
-        backend = fast.pick_backend(self.cfg.backend, q, cache is not None, order)
+        backend = self.backend(q.is_cuda, cache is not None)
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "fla":
             return fast.gdn_fla(*(z.contiguous() for z in (q, k, v, g, beta)), scale,

@@ -122,11 +122,15 @@ class GLA(nn.Module):
                                 self.cfg.norm_eps, gate_first=False)
         return self.canon_o(self.out(o.reshape(b, t, self.value)), seq, x)
 
+    def backend(self, on_cuda: bool, stateful: bool = False) -> str:
+        """The recurrence's path for a pass (``torch`` or ``fla``); runs record it."""
+        return fast.pick_backend(self.cfg.backend, on_cuda, stateful, ("fla",))
+
     def _mix(self, q, k, v, g, seq) -> torch.Tensor:
         """The recurrence over [B, T, H, ·] inputs: a kernel, or the reference with the cache."""
         scale = self.head_k ** -0.5
         cache = None if seq is None else seq.cache
-        backend = fast.pick_backend(self.cfg.backend, q, cache is not None, ("fla",))
+        backend = self.backend(q.is_cuda, cache is not None)
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "fla":
             return fast.gla_fla(*(z.contiguous() for z in (q, k, v, g)), scale, self.cfg.autotune,

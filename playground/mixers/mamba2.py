@@ -144,12 +144,16 @@ class Mamba2(nn.Module):
                                 self.cfg.norm_eps, gate_first=True)
         return self.canon_o(self.out(y), seq, x)
 
+    def backend(self, on_cuda: bool, stateful: bool = False) -> str:
+        """The SSD's path for a pass (``torch``, ``mamba_ssm`` or ``fla``); runs record it."""
+        order = ("mamba_ssm", "fla") if fast.fla_gated_backward_ok() else ("mamba_ssm",)
+        return fast.pick_backend(self.cfg.backend, on_cuda, stateful, order)
+
     def _ssd(self, xs, dt, bm, cm, seq) -> torch.Tensor:
         """The SSD over [B, T, H, P] inputs: a kernel, or the reference with the cache."""
         a = -self.A_log.float().exp()  # [H]
         cache = None if seq is None else seq.cache
-        order = ("mamba_ssm", "fla") if fast.fla_gated_backward_ok() else ("mamba_ssm",)
-        backend = fast.pick_backend(self.cfg.backend, xs, cache is not None, order)
+        backend = self.backend(xs.is_cuda, cache is not None)
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "mamba_ssm":
             return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets)

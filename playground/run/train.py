@@ -131,6 +131,7 @@ def run(dcfg: DictConfig) -> dict:
         trainer = Trainer(cfg, task)
         base.update(record=runs.run_record(cfg), steps=cfg.train.steps,
                     params=trainer.model.param_counts(), device=str(trainer.device), world_size=world()[1],
+                    kernels=trainer.model.kernel_paths(trainer.device),
                     deterministic=torch.are_deterministic_algorithms_enabled())
         if main:
             runs.write_json(summary_path, {**base, "status": "running"})
