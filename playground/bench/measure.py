@@ -146,7 +146,8 @@ def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: in
              "share": own(e) / total if total else 0.0}
             for e in sorted(events, key=own, reverse=True)[:top]]
     return {"overrides": overrides, "device": _device_name(device), "compile": cfg.train.compile, "data": data,
-            "kernels": model.kernel_paths(device), "steps": steps, "step_s": wall, "tokens_per_s": cfg.train.batch_size * cfg.task.context / wall,
+            "kernels": model.kernel_paths(device), "steps": steps, "step_s": wall,
+            "tokens_per_s": cfg.train.batch_size * cfg.task.context / wall,
             "entries": "GPU kernels" if cuda else "CPU operators", "profiled_s_per_step": total,
             "busy": total / wall if cuda else None, "top": rows}
 

@@ -143,7 +143,8 @@ def restrict_autotune(package: str, entry: str, keep: int = 2) -> int:
     """Shrink every loaded autotuned kernel of ``package`` to ``keep`` configurations, once per
     kernel ``entry`` point (call it after importing the entry, so its kernels are loaded).
     Returns how many kernels were restricted; failures only log a warning. Plain Python under
-    torch.compile, as :func:`available` (traced, its walk over ``sys.modules`` broke the graph)."""
+    torch.compile, as :func:`available` (dynamo used to trace through its cache into the walk
+    over ``sys.modules``, in the forward of every SSD call)."""
     return _restrict_autotune(package, entry, keep)
 
 
