@@ -7,9 +7,11 @@ Python scalars"): ``pip install triton==3.6.0 'numpy<2.4'`` in a separate enviro
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import itertools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -186,25 +188,36 @@ INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B"}
 FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin"}
 
 
-def hopper_usage(fn, constexprs: dict, warps: int) -> dict[str, int]:
-    """Compile a Canon kernel for sm_90 (bf16 activations, fp32 taps) without a GPU and read its
-    resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships."""
-    import re
-
+def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
+    """Compile a Canon kernel for sm_90 (bf16 activations, fp32 taps) without a GPU, specialised
+    as a launch specialises it (pointers 16-byte aligned, T, C and H multiples of 16), and read
+    its resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships,
+    and how many global loads and stores of each width its machine code has (``LDG.E.128``: 16
+    bytes at once; ``LDG.E.U16``: one bf16)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS else
            "*fp32" if p.name in FP32_ARGS else "*bf16" for p in fn.params}
-    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs),
+    attrs = {(i,): [["tt.divisibility", 16]] for i, p in enumerate(fn.params)
+             if not p.is_constexpr and (sig[p.name].startswith("*") or p.name in ("T", "C", "H"))}
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
         tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
-    return {k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", out)}
+        res = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+        sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
+    usage = collections.Counter(re.findall(r"\b((?:LDG|STG)\.E[.\w]*)", sass))  # 0 for a width not there
+    usage.update({k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", res)})
+    return usage
+
+
+# The rope kernels' lane blocks at head width 64: full RoPE, a quarter of the dims, NoPE
+ROPE_HOPPER_BLOCKS = [{"HD": 64, "ROT": 64, "BH": 32, "BR": 1}, {"HD": 64, "ROT": 16, "BH": 8, "BR": 64},
+                      {"HD": 64, "ROT": 0, "BH": 1, "BR": 64}]
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -218,12 +231,30 @@ def test_canon_kernels_compile_for_hopper_without_spills():
     kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
                (m._glu_fwd_kernel, {**fwd, "BC": m.GLU_BLOCK_C}, m.FWD_WARPS),
                (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BLOCK_C}, m.BWD_WARPS),
-               (m._rope_fwd_kernel, {**fwd, "BC": 64, "HD": 64, "ROT": 64}, m.FWD_WARPS),
-               (m._rope_bwd_kernel, {**bwd, "BC": 64, "HD": 64, "ROT": 64}, m.BWD_WARPS)]
+               *[(fn, {"BT": bt, **rope}, warps) for rope in ROPE_HOPPER_BLOCKS
+                 for fn, bt, warps in [(m._rope_fwd_kernel, m.ROPE_BLOCK_T, m.FWD_WARPS),
+                                       (m._rope_bwd_kernel, m.BWD_BLOCK_T, m.BWD_WARPS)]]]
     for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
         usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
-        print(fn.__name__, act, residual, bias, usage)
+        print(fn.__name__, act, residual, bias, shape, usage)
         assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_canon_forward_kernels_read_and_write_whole_vectors():
+    """The forward kernels move activations 16 bytes at a time, also the Canon-B + RoPE one for
+    full RoPE and NoPE: no global load or store of a single bf16 (the RoPE kernel read its
+    partner lanes through a computed index until 2026-11-25, and 64 such loads per thread showed)."""
+    from playground.kernels import canon_triton as m
+
+    fwd = {"BT": m.BLOCK_T, "BC": m.BLOCK_C}
+    for fn, shape in [(m._fwd_kernel, fwd), (m._glu_fwd_kernel, {**fwd, "BC": m.GLU_BLOCK_C}),
+                      *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}) for rope in ROPE_HOPPER_BLOCKS
+                        if rope["ROT"] in (0, rope["HD"])]]:
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True, **shape}, m.FWD_WARPS)
+        print(fn.__name__, shape, usage)
+        assert usage["LDG.E.128"] > 0 and usage["STG.E.128"] > 0, (fn.__name__, shape, usage)
+        assert usage["LDG.E.U16"] == 0 and usage["STG.E.U16"] == 0, (fn.__name__, shape, usage)
 
 
 def run_interpreted(code: str) -> None:

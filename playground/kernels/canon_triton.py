@@ -48,10 +48,10 @@ def _silu_grad(z):
 
 
 @triton.jit
-def _conv_tile(X, W, Bias, base, t, c, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+def _conv_tile(X, W, Bias, base, t, c, cm, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr,
                BT: tl.constexpr, BC: tl.constexpr):
-    """conv(x)[t, c] + bias for a [BT, BC] tile, in fp32; also returns x[t, c]."""
-    cm = c < C
+    """conv(x)[t, c] + bias for a [BT, BC] tile of the channels c where ``cm``, in fp32; also
+    returns x[t, c]. (c an offset plus an arange, so that the loads stay contiguous: vectorised.)"""
     acc = tl.zeros((BT, BC), dtype=tl.float32)
     xv = acc
     for j in tl.static_range(K):
@@ -81,7 +81,7 @@ def _fwd_kernel(X, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, AC
     t = pid_t * BT + tl.arange(0, BT)
     c = pid_c * BC + tl.arange(0, BC)
     base = b.to(tl.int64) * T * C
-    z, x = _conv_tile(X, W, Bias, base, t, c, T, C, K, HAS_BIAS, BT, BC)
+    z, x = _conv_tile(X, W, Bias, base, t, c, c < C, T, C, K, HAS_BIAS, BT, BC)
     y = _finish_tile(z, x, ACT, RESIDUAL)
     m = (t < T)[:, None] & (c < C)[None, :]
     tl.store(Y + base + t[:, None] * C + c[None, :], y.to(Y.dtype.element_ty), mask=m)
@@ -151,24 +151,19 @@ def _partials(DW, DB, part, c, cm, acc_w, acc_b, K: tl.constexpr, HAS_BIAS: tl.c
 
 
 @triton.jit
-def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr,
-                HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-                BT: tl.constexpr, BC: tl.constexpr):
-    """One program: channels c of sequence b, rows [s·STRIP, (s+1)·STRIP) in chunks of BT.
+def _strip(X, W, Bias, DY, DX, DW, DB, base, c, cm, gbase, gc, GS, part, start, end, T, C,
+           K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
+           BT: tl.constexpr, BC: tl.constexpr):
+    """The backward of channels c (where ``cm``) of x ([T, C] rows at X + base) over rows
+    [start, end) in chunks of BT; dy of row r at DY + gbase + r·GS + gc, dx written like x.
 
     dz = dy · silu'(z) with the activation (z recomputed from x), else dy; dx = [dy] +
     Σ_j w_j dz[t+K-1-j], where the K-1 rows of dz past a chunk (or the strip) are recomputed
     from dy and x, so programs share nothing.
     dw_j = Σ_t dz[t] x[t-(K-1)+j] and db = Σ_t dz[t] build up elementwise in fp32 over the
-    strip; the rows are summed once at the end, into this program's partial row."""
-    pid_c, pid = tl.program_id(0), tl.program_id(1)
-    b, s = pid // SPLITS, pid % SPLITS
-    c = pid_c * BC + tl.arange(0, BC)
-    cm = c < C
-    base = b.to(tl.int64) * T * C
+    strip; the rows are summed once at the end, into partial row ``part``."""
     w, acc_w, acc_b, bias = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)
-    start = s * STRIP
-    for t0 in range(start, tl.minimum(start + STRIP, T), BT):
+    for t0 in range(start, end, BT):
         t = t0 + tl.arange(0, BT)
         # x at rows t-(K-1) .. t (the taps' inputs); with the activation also up to t+K-1
         xs = _rows(X, base, t, c, cm, T, C, 2 * K - 1 if ACT else K, K)
@@ -177,14 +172,28 @@ def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr
         for d in tl.static_range(K):
             r = t + d
             m = (r < T)[:, None] & cm[None, :]
-            g = tl.load(DY + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
+            g = tl.load(DY + gbase + r[:, None] * GS + gc[None, :], mask=m, other=0.0).to(tl.float32)
             if d == 0:
                 dy = g  # dy at the chunk's own rows, for the residual
             dz = dz + (_act_grad(g, xs, w, bias, d, K, HAS_BIAS, ACT, BT, BC),)
         dx, acc_w, acc_b = _chunk(dy, dz, xs, w, acc_w, acc_b, K, HAS_BIAS, RESIDUAL, BT, BC)
         m = (t < T)[:, None] & cm[None, :]
         tl.store(DX + base + t[:, None] * C + c[None, :], dx.to(DX.dtype.element_ty), mask=m)
-    _partials(DW, DB, pid.to(tl.int64) * C, c, cm, acc_w, acc_b, K, HAS_BIAS)
+    _partials(DW, DB, part, c, cm, acc_w, acc_b, K, HAS_BIAS)
+
+
+@triton.jit
+def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr,
+                HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
+                BT: tl.constexpr, BC: tl.constexpr):
+    """One program: channels c of sequence b, rows [s·STRIP, (s+1)·STRIP) (:func:`_strip`)."""
+    pid_c, pid = tl.program_id(0), tl.program_id(1)
+    b, s = pid // SPLITS, pid % SPLITS
+    c = pid_c * BC + tl.arange(0, BC)
+    base = b.to(tl.int64) * T * C
+    start = s * STRIP
+    _strip(X, W, Bias, DY, DX, DW, DB, base, c, c < C, base, c, C, pid.to(tl.int64) * C, start,
+           tl.minimum(start + STRIP, T), T, C, K, HAS_BIAS, ACT, RESIDUAL, BT, BC)
 
 
 def _grid(b: int, t: int, c: int) -> tuple[int, int, int]:
@@ -233,14 +242,15 @@ def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: tor
                    act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dx, dw, db) of :func:`canon_conv` (db is zeros when there is no bias)."""
     c = x.shape[2]
-    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, triton.cdiv(c, BWD_BLOCK_C), c, BWD_BLOCK_C)
+    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, triton.cdiv(c, BWD_BLOCK_C), c, BWD_BLOCK_C,
+                           BC=BWD_BLOCK_C)
 
 
 def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size: int, block_c: int,
                     extra=(), **meta):
     """Launch a strip backward kernel — ``programs`` channel blocks of ``block_c`` × strips of each
-    sequence; ``size`` its channel-count argument, ``extra`` its own arguments after the strip's —
-    and sum its partial rows: (dx, dw, db)."""
+    sequence; ``size`` its channel-count argument, ``extra`` its own arguments after the strip's,
+    ``meta`` its block sizes — and sum its partial rows: (dx, dw, db)."""
     b, t, c = x.shape
     k = w.shape[1]
     splits, strip = _strips(b, t, programs * block_c, x.device, block_c)
@@ -251,7 +261,7 @@ def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
     kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
                                    splits, strip, *extra, K=k, HAS_BIAS=bias is not None, ACT=act,
-                                   RESIDUAL=residual, BT=BWD_BLOCK_T, BC=block_c, num_warps=BWD_WARPS, **meta)
+                                   RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS, **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db
 
@@ -295,8 +305,8 @@ def _glu_fwd_kernel(U, W, Bias, H_out, T, H, K: tl.constexpr, HAS_BIAS: tl.const
     t = pid_t * BT + tl.arange(0, BT)
     c = pid_c * BC + tl.arange(0, BC)
     C = 2 * H
-    zg, ug = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c, T, C, K, HAS_BIAS, BT, BC)
-    zu, uu = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c + H, T, C, K, HAS_BIAS, BT, BC)
+    zg, ug = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c, c < H, T, C, K, HAS_BIAS, BT, BC)
+    zu, uu = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c + H, c < H, T, C, K, HAS_BIAS, BT, BC)
     yg = _finish_tile(zg, ug, ACT, RESIDUAL)
     yu = _finish_tile(zu, uu, ACT, RESIDUAL)
     h = yg * tl.sigmoid(yg) * yu
@@ -399,7 +409,8 @@ def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torc
                   act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
     h = u.shape[2] // 2
-    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BLOCK_C), h, GLU_BLOCK_C)
+    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BLOCK_C), h, GLU_BLOCK_C,
+                           BC=GLU_BLOCK_C)
 
 
 @canon_glu_bwd.register_fake
@@ -414,95 +425,134 @@ canon_glu.register_autograd(_autograd(canon_glu_bwd), setup_context=_setup)
 # u = x·W_qkv: [B, T, 3d] (q ‖ k ‖ v, each H heads of hd). out[s, b, h] = rope(Canon(u))[b, :, s·d +
 # h·hd : … + hd] for s = q, k, v: [3, B, H, T, hd], the layout attention reads, written once. RoPE
 # (GPT-NeoX halves, angle t·f_i, f = inv_freq) on the first ROT dims of the first ROT_HEADS heads of
-# q and k: out_i = y_i cos + y_p(i) σ_i sin, p(i) the paired dim, σ = −1 on the first half. The
-# backward un-rotates the incoming gradient (dy_j = g_j cos − σ_j g_p(j) sin) and runs the Canon
-# backward on it, so neither Canon's output nor the rotated copy is stored.
+# q and k: lanes j and ROT/2 + j (j < ROT/2) turn together, out_j = y_j cos − y_{ROT/2+j} sin,
+# out_{ROT/2+j} = y_{ROT/2+j} cos + y_j sin. A program takes a head as three contiguous groups of
+# lanes — the two halves of the turning dims, whose pairs it holds side by side in registers, and
+# the dims past ROT — so every load and store is contiguous (vectorised) and each lane's Canon
+# output is computed once; a head that does not turn (v, heads past ROT_HEADS) takes cos 1, sin 0.
+# The backward un-rotates the incoming gradient (dy_j = g_j cos + g_{ROT/2+j} sin, dy_{ROT/2+j} =
+# g_{ROT/2+j} cos − g_j sin) and runs the Canon backward on it, so neither Canon's output nor the
+# rotated copy is stored.
 @triton.jit
-def _rope_lanes(i, t, T, Cos, Sin, ROT: tl.constexpr):
-    """Per lane i of a head: (partner lane, σ·sin, cos) at rows t from the [T, ROT/2] tables;
-    lanes ≥ ROT (and rows ≥ T): (i, 0, 1)."""
-    half = ROT // 2
-    rot = i < ROT
-    first = i < half
-    partner = tl.where(rot, tl.where(first, i + half, i - half), i)
-    m = (t < T)[:, None] & rot[None, :]
-    at = t[:, None] * half + tl.where(first, i, i - half)[None, :]
-    sign = tl.where(first, -1.0, 1.0)
-    sin = tl.load(Sin + at, mask=m, other=0.0) * sign[None, :]
-    cos = tl.load(Cos + at, mask=m, other=1.0)
-    return partner, sin, cos
+def _rope_coeffs(Cos, Sin, t, j, T, HALF: tl.constexpr, turns):
+    """cos and sin [BT, BH] at rows t of the pairs j (< HALF) from the [T, HALF] tables; 1 and 0
+    where the head does not turn (``turns`` false)."""
+    m = ((t < T)[:, None] & (j < HALF)[None, :]) & turns
+    at = t[:, None] * HALF + j[None, :]
+    return tl.load(Cos + at, mask=m, other=1.0), tl.load(Sin + at, mask=m, other=0.0)
 
 
 @triton.jit
 def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexpr, HAS_BIAS: tl.constexpr,
                      ACT: tl.constexpr, RESIDUAL: tl.constexpr, HD: tl.constexpr, ROT: tl.constexpr,
-                     BT: tl.constexpr, BC: tl.constexpr):
+                     BT: tl.constexpr, BH: tl.constexpr, BR: tl.constexpr):
+    """One program: rows t of head h of section s (q, k, v) of sequence b. BH ≥ ROT/2 and
+    BR ≥ HD − ROT: the power-of-two blocks of the two lane groups."""
     pid_t, pid_h, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    s, h = pid_h // NH, pid_h % NH  # section (q, k, v) and head
+    s, h = pid_h // NH, pid_h % NH
     C = 3 * NH * HD
     t = pid_t * BT + tl.arange(0, BT)
-    i = tl.arange(0, BC)
     head = s * NH * HD + h * HD
-    cmask = tl.where(i < HD, head + i, C)  # lanes past the head read nothing (channel C is masked)
     base = b.to(tl.int64) * T * C
-    z, x = _conv_tile(U, W, Bias, base, t, cmask, T, C, K, HAS_BIAS, BT, BC)
-    y = _finish_tile(z, x, ACT, RESIDUAL)
-    if ROT > 0:
-        if (s < 2) & (h < ROT_HEADS):
-            partner, sin, cos = _rope_lanes(i, t, T, Cos, Sin, ROT)
-            zp, xp = _conv_tile(U, W, Bias, base, t, tl.where(i < HD, head + partner, C), T, C, K, HAS_BIAS, BT, BC)
-            y = y * cos + _finish_tile(zp, xp, ACT, RESIDUAL) * sin
-    m = (t < T)[:, None] & (i < HD)[None, :]
-    out = OUT + ((s * tl.num_programs(2) + b).to(tl.int64) * NH + h) * T * HD
-    tl.store(out + t[:, None] * HD + i[None, :], y.to(OUT.dtype.element_ty), mask=m)
+    out = OUT + ((s * tl.num_programs(2) + b).to(tl.int64) * NH + h) * T * HD + t[:, None] * HD
+    if ROT > 0:  # the turning pairs: lanes j and ROT/2 + j
+        j = tl.arange(0, BH)
+        jm = j < ROT // 2
+        z1, x1 = _conv_tile(U, W, Bias, base, t, head + j, jm, T, C, K, HAS_BIAS, BT, BH)
+        z2, x2 = _conv_tile(U, W, Bias, base, t, head + ROT // 2 + j, jm, T, C, K, HAS_BIAS, BT, BH)
+        y1 = _finish_tile(z1, x1, ACT, RESIDUAL)
+        y2 = _finish_tile(z2, x2, ACT, RESIDUAL)
+        cos, sin = _rope_coeffs(Cos, Sin, t, j, T, ROT // 2, (s < 2) & (h < ROT_HEADS))
+        m = (t < T)[:, None] & jm[None, :]
+        tl.store(out + j[None, :], (y1 * cos - y2 * sin).to(OUT.dtype.element_ty), mask=m)
+        tl.store(out + ROT // 2 + j[None, :], (y2 * cos + y1 * sin).to(OUT.dtype.element_ty), mask=m)
+    if ROT < HD:  # the lanes past the turning dims
+        r = ROT + tl.arange(0, BR)
+        rm = r < HD
+        z, x = _conv_tile(U, W, Bias, base, t, head + r, rm, T, C, K, HAS_BIAS, BT, BR)
+        tl.store(out + r[None, :], _finish_tile(z, x, ACT, RESIDUAL).to(OUT.dtype.element_ty),
+                 mask=(t < T)[:, None] & rm[None, :])
+
+
+@triton.jit
+def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, part, start, end, T, C,
+                HD: tl.constexpr, HALF: tl.constexpr, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr):
+    """:func:`_strip` for a head's turning pairs, lanes j and HALF + j at once: dy of each from
+    the rotated gradient at DY + gbase + row·HD + lane (un-rotated where ``turns``)."""
+    j = tl.arange(0, BH)
+    jm = j < HALF
+    c1 = head + j
+    c2 = head + HALF + j
+    w1, acc1, accb1, bias1 = _taps(W, Bias, c1, jm, K, HAS_BIAS, BT, BH)
+    w2, acc2, accb2, bias2 = _taps(W, Bias, c2, jm, K, HAS_BIAS, BT, BH)
+    for t0 in range(start, end, BT):
+        t = t0 + tl.arange(0, BT)
+        xs1 = _rows(X, base, t, c1, jm, T, C, 2 * K - 1 if ACT else K, K)
+        xs2 = _rows(X, base, t, c2, jm, T, C, 2 * K - 1 if ACT else K, K)
+        dy1 = tl.zeros((BT, BH), dtype=tl.float32)
+        dy2 = tl.zeros((BT, BH), dtype=tl.float32)
+        dz1 = ()
+        dz2 = ()
+        for d in tl.static_range(K):
+            r = t + d
+            m = (r < T)[:, None] & jm[None, :]
+            g1 = tl.load(DY + gbase + r[:, None] * HD + j[None, :], mask=m, other=0.0).to(tl.float32)
+            g2 = tl.load(DY + gbase + r[:, None] * HD + HALF + j[None, :], mask=m, other=0.0).to(tl.float32)
+            cos, sin = _rope_coeffs(Cos, Sin, r, j, T, HALF, turns)
+            e1 = g1 * cos + g2 * sin
+            e2 = g2 * cos - g1 * sin
+            if d == 0:
+                dy1 = e1
+                dy2 = e2
+            dz1 = dz1 + (_act_grad(e1, xs1, w1, bias1, d, K, HAS_BIAS, ACT, BT, BH),)
+            dz2 = dz2 + (_act_grad(e2, xs2, w2, bias2, d, K, HAS_BIAS, ACT, BT, BH),)
+        dx1, acc1, accb1 = _chunk(dy1, dz1, xs1, w1, acc1, accb1, K, HAS_BIAS, RESIDUAL, BT, BH)
+        dx2, acc2, accb2 = _chunk(dy2, dz2, xs2, w2, acc2, accb2, K, HAS_BIAS, RESIDUAL, BT, BH)
+        m = (t < T)[:, None] & jm[None, :]
+        tl.store(DX + base + t[:, None] * C + c1[None, :], dx1.to(DX.dtype.element_ty), mask=m)
+        tl.store(DX + base + t[:, None] * C + c2[None, :], dx2.to(DX.dtype.element_ty), mask=m)
+    _partials(DW, DB, part, c1, jm, acc1, accb1, K, HAS_BIAS)
+    _partials(DW, DB, part, c2, jm, acc2, accb2, K, HAS_BIAS)
 
 
 @triton.jit
 def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Sin, ROT_HEADS, B,
                      K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-                     HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
-    """One program: head h of section s of sequence b, rows [s·STRIP, (s+1)·STRIP) in chunks of
-    BT — :func:`_bwd_kernel`'s scheme, dy at rows t..t+K-1 un-rotated from the [3, B, H, T, hd]
-    gradient. Partial rows of dw / db: [program, 3d, K] / [program, 3d]."""
+                     HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr, BR: tl.constexpr):
+    """One program: head h of section s of sequence b, rows [s·STRIP, (s+1)·STRIP) — the turning
+    pairs (:func:`_pair_strip`), then the lanes past them (:func:`_strip`), dy read from the
+    [3, B, H, T, hd] gradient. Partial rows of dw / db: [program, 3d, K] / [program, 3d]."""
     pid_h, pid = tl.program_id(0), tl.program_id(1)
     b, sp = pid // SPLITS, pid % SPLITS
     s, h = pid_h // NH, pid_h % NH
     C = 3 * NH * HD
-    i = tl.arange(0, BC)
-    cm = i < HD
-    c = s * NH * HD + h * HD + i
+    head = s * NH * HD + h * HD
     base = b.to(tl.int64) * T * C
     gbase = ((s * B + b).to(tl.int64) * NH + h) * T * HD
-    rotating = (s < 2) & (h < ROT_HEADS)
-    w, acc_w, acc_b, bias = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)
+    part = pid.to(tl.int64) * C
     start = sp * STRIP
-    for t0 in range(start, tl.minimum(start + STRIP, T), BT):
-        t = t0 + tl.arange(0, BT)
-        xs = _rows(U, base, t, c, cm, T, C, 2 * K - 1 if ACT else K, K)
-        dy = tl.zeros((BT, BC), dtype=tl.float32)
-        dz = ()
-        for d in tl.static_range(K):
-            r = t + d
-            m = (r < T)[:, None] & cm[None, :]
-            g = tl.load(DOUT + gbase + r[:, None] * HD + i[None, :], mask=m, other=0.0).to(tl.float32)
-            if ROT > 0:
-                if rotating:
-                    partner, sin, cos = _rope_lanes(i, r, T, Cos, Sin, ROT)
-                    gp = tl.load(DOUT + gbase + r[:, None] * HD + partner[None, :], mask=m, other=0.0)
-                    g = g * cos - gp.to(tl.float32) * sin
-            if d == 0:
-                dy = g
-            dz = dz + (_act_grad(g, xs, w, bias, d, K, HAS_BIAS, ACT, BT, BC),)
-        dx, acc_w, acc_b = _chunk(dy, dz, xs, w, acc_w, acc_b, K, HAS_BIAS, RESIDUAL, BT, BC)
-        m = (t < T)[:, None] & cm[None, :]
-        tl.store(DU + base + t[:, None] * C + c[None, :], dx.to(DU.dtype.element_ty), mask=m)
-    _partials(DW, DB, pid.to(tl.int64) * C, c, cm, acc_w, acc_b, K, HAS_BIAS)
+    end = tl.minimum(start + STRIP, T)
+    if ROT > 0:
+        _pair_strip(U, W, Bias, DOUT, DU, DW, DB, Cos, Sin, (s < 2) & (h < ROT_HEADS), base, head, gbase,
+                    part, start, end, T, C, HD, ROT // 2, K, HAS_BIAS, ACT, RESIDUAL, BT, BH)
+    if ROT < HD:
+        r = ROT + tl.arange(0, BR)
+        _strip(U, W, Bias, DOUT, DU, DW, DB, base, head + r, r < HD, gbase, r, HD, part, start, end, T, C,
+               K, HAS_BIAS, ACT, RESIDUAL, BT, BR)
 
 
-def _head_block(u: torch.Tensor, n_heads: int) -> tuple[int, int]:
-    """(head_dim, the power-of-two block of lanes that covers it)."""
+# The rope forward's rows per tile: its lane groups are half a head or less wide, so taller tiles
+# than the plain kernel's keep as many elements per thread (wide loads).
+ROPE_BLOCK_T = 32
+
+
+def _rope_blocks(u: torch.Tensor, n_heads: int, rot: int) -> dict:
+    """The rope kernels' lane blocks for head width hd and ``rot`` turning dims: HD, ROT, and
+    the power-of-two blocks BH (≥ rot/2) and BR (≥ hd − rot)."""
     hd = u.shape[2] // (3 * n_heads)
-    return hd, triton.next_power_of_2(hd)
+    return {"HD": hd, "ROT": rot, "BH": triton.next_power_of_2(max(rot // 2, 1)),
+            "BR": triton.next_power_of_2(max(hd - rot, 1))}
 
 
 @torch.library.custom_op("playground::canon_rope", mutates_args=())
@@ -512,12 +562,12 @@ def canon_rope(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cos:
     positions 0..T-1 (RoPE on the first r dims of the first ``rot_heads`` heads of q and k; r = 0:
     none). Returns [3, B, H, T, hd]: q, k, v of canon_conv(u, w, bias, act, residual), q and k rotated."""
     b, t, c = u.shape
-    hd, block = _head_block(u, n_heads)
-    out = u.new_empty(3, b, n_heads, t, hd)
-    grid = (triton.cdiv(t, BLOCK_T), 3 * n_heads, b)
+    blocks = _rope_blocks(u, n_heads, 2 * cos.shape[1])
+    out = u.new_empty(3, b, n_heads, t, blocks["HD"])
+    grid = (triton.cdiv(t, ROPE_BLOCK_T), 3 * n_heads, b)
     _rope_fwd_kernel[grid](u, w, bias if bias is not None else w, cos, sin, out, t, n_heads, rot_heads,
-                           K=w.shape[1], HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual, HD=hd,
-                           ROT=2 * cos.shape[1], BT=BLOCK_T, BC=block, num_warps=FWD_WARPS)
+                           K=w.shape[1], HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
+                           BT=ROPE_BLOCK_T, num_warps=FWD_WARPS, **blocks)
     return out
 
 
@@ -531,9 +581,9 @@ def canon_rope_bwd(dout: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: t
                    cos: torch.Tensor, sin: torch.Tensor, act: bool, residual: bool, n_heads: int,
                    rot_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (du, dw, db) of :func:`canon_rope` (db is zeros when there is no bias)."""
-    hd, block = _head_block(u, n_heads)
-    return _strip_backward(_rope_bwd_kernel, dout, u, w, bias, act, residual, 3 * n_heads, n_heads, block,
-                           extra=(cos, sin, rot_heads, u.shape[0]), HD=hd, ROT=2 * cos.shape[1])
+    blocks = _rope_blocks(u, n_heads, 2 * cos.shape[1])
+    return _strip_backward(_rope_bwd_kernel, dout, u, w, bias, act, residual, 3 * n_heads, n_heads,
+                           triton.next_power_of_2(blocks["HD"]), extra=(cos, sin, rot_heads, u.shape[0]), **blocks)
 
 
 @canon_rope_bwd.register_fake
