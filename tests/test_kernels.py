@@ -105,8 +105,11 @@ def test_canon_glu_interpreter_matches_reference(chunks):
                     "    t.compare_glu(m.canon_glu, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
 
 
-# Canon-B fused with the q/k/v split and RoPE: (B, T, heads, head_dim, K, rotated dims, rotated heads)
-ROPE_CASES = list(itertools.product([(2, 37, 2, 16, 4, 16, 2), (1, 21, 4, 12, 3, 4, 2), (2, 19, 2, 8, 2, 0, 0)],
+# Canon-B fused with the q/k/v split and RoPE: (B, T, heads, head_dim, K, rotated dims, rotated heads):
+# full RoPE; a head width that is not a power of two; lane groups narrower than their power-of-two
+# blocks (3 pairs in 4 lanes, 14 dims in 16); NoPE
+ROPE_CASES = list(itertools.product([(2, 37, 2, 16, 4, 16, 2), (1, 21, 4, 12, 3, 4, 2), (1, 23, 2, 20, 4, 6, 1),
+                                     (2, 19, 2, 8, 2, 0, 0)],
                                     [False, True], [True, False], [False, True]))
 
 
