@@ -34,11 +34,12 @@ def records(out: Path) -> list[dict]:
 
 
 # Losses of a resumed run against an uninterrupted one, relative: on the 2-core development machine
-# two from-scratch runs of this config have three times logged different losses (docs/runs.md,
-# "Repeatability": one float32 ulp at steps 3 and 5 twice; once a drift from step 3 on, at most
-# 6.6e-6). A resume that restored anything wrongly moves them by far more:
-# test_the_loss_tolerance_still_sees_a_subtly_different_run shows a 10 % change of Adam's epsilon
-# exceeding it.
+# two from-scratch runs of this config logged different losses three times (up to 6.6e-6), the cause
+# a first call of cos split over two threads on a loaded machine, removed on 2026-11-25 by
+# playground.run.device.warm_vector_math (docs/runs.md, "Repeatability"). The tolerance stays as a
+# guard against a source not yet seen; a resume that restored anything wrongly moves them by far
+# more: test_the_loss_tolerance_still_sees_a_subtly_different_run shows a 10 % change of Adam's
+# epsilon exceeding it.
 LOSS_REL = 1e-4
 
 

@@ -68,6 +68,31 @@ def test_deterministic_kernels_run_everything_and_change_nothing_on_cpu(tmp_path
     assert losses(tmp_path / "true") == losses(tmp_path / "false")
 
 
+def test_picking_the_device_first_calls_every_vector_math_op_once_single_threaded():
+    """Before a run builds anything, each op that PyTorch may hand to MKL's vector math has run once,
+    on one element, in float32 and float64 (docs/runs.md, "Repeatability": a first call of cos on a
+    loaded machine once gave a fixed alternative result, and the whole CPU run drifted)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from playground.run.device import VML_OPS, pick_device
+
+    class Calls(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if args and isinstance(args[0], torch.Tensor) and args[0].numel() == 1:
+                self.seen.add((func.__name__.split(".")[0], args[0].dtype))
+            return func(*args, **(kwargs or {}))
+
+    with Calls() as calls:
+        assert pick_device("cpu") == torch.device("cpu")
+    want = {(op.__name__, dtype) for op in VML_OPS for dtype in (torch.float32, torch.float64)}
+    assert len(want) == 2 * len(VML_OPS) == 32 and want <= calls.seen, want - calls.seen
+
+
 def test_gradient_accumulation_matches_full_batch(make_cfg):
     a = run(make_cfg(*TINY, "train.steps=4", run="full"))
     b = run(make_cfg(*TINY, "train.steps=4", "train.micro_batch_size=2", run="micro"))

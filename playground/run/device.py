@@ -15,8 +15,28 @@ import torch
 import torch.distributed as dist
 
 
+# The elementwise ops whose CPU kernels PyTorch hands to MKL's vector math (VML) where its build
+# has MKL (ATen's cpu/vml.h), for float32 and float64.
+VML_OPS = (torch.acos, torch.asin, torch.atan, torch.cos, torch.erf, torch.erfc, torch.erfinv, torch.exp,
+           torch.log, torch.log10, torch.log2, torch.sin, torch.sqrt, torch.tan, torch.tanh, torch.trunc)
+
+
+def warm_vector_math() -> None:
+    """Call each of :data:`VML_OPS` once, on one element, in this thread. A CPU run's first call
+    of such an op on a tensor large enough for two threads could, on a loaded machine, come out
+    different in its last bits (a fixed alternative; cos of RoPE's angle table was seen, and the
+    whole run then drifted: docs/runs.md, "Repeatability"); after one single-threaded call first,
+    no such run was seen. Cheap (microseconds) and harmless to repeat."""
+    for dtype in (torch.float32, torch.float64):
+        x = torch.full((1,), 0.5, dtype=dtype)
+        for op in VML_OPS:
+            op(x)
+
+
 def pick_device(name: str) -> torch.device:
-    """``auto`` = CUDA when available, else CPU; a named CUDA device must exist."""
+    """``auto`` = CUDA when available, else CPU; a named CUDA device must exist. Warms the CPU's
+    vector math first (:func:`warm_vector_math`), so that CPU runs repeat bit for bit."""
+    warm_vector_math()
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
