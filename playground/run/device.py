@@ -14,7 +14,6 @@ import os
 import torch
 import torch.distributed as dist
 
-
 # The elementwise ops whose CPU kernels PyTorch hands to MKL's vector math (VML) where its build
 # has MKL (ATen's cpu/vml.h), for float32 and float64.
 VML_OPS = (torch.acos, torch.asin, torch.atan, torch.cos, torch.erf, torch.erfc, torch.erfinv, torch.exp,
