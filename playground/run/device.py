@@ -25,7 +25,7 @@ def warm_vector_math() -> None:
     of such an op on a tensor large enough for two threads could, on a loaded machine, come out
     different in its last bits (a fixed alternative; cos of RoPE's angle table was seen, and the
     whole run then drifted: docs/runs.md, "Repeatability"); after one single-threaded call first,
-    no such run was seen. Cheap (microseconds) and harmless to repeat."""
+    no such run was seen. Cheap (about 6 ms the first time, far less after) and harmless to repeat."""
     for dtype in (torch.float32, torch.float64):
         x = torch.full((1,), 0.5, dtype=dtype)
         for op in VML_OPS:
