@@ -95,9 +95,9 @@ class CanonConfig:
     # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
     # the paper's "Canon(cst)")
     init: str = "default"
-    # auto: the Triton Canon kernel on CUDA when available, else torch | torch | triton (required) |
-    # fused: the Triton kernels with Canon-D fused into SwiGLU and Canon-B into the q/k/v split and
-    # RoPE (CUDA; experimental: slower than triton when last measured, docs/PERFORMANCE.md) |
+    # auto: the Triton Canon kernel on CUDA when available (Canon-B fused into the q/k/v split and
+    # RoPE where RoPE turns whole heads), else torch | torch | triton (required; the plain kernel,
+    # no fusion) | fused: every fusion, also Canon-D into SwiGLU (CUDA; the least memory) |
     # causal_conv1d: the package of the paper's code (CUDA; static, kernel 2-4; optional)
     backend: str = "auto"
     dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters

@@ -114,22 +114,22 @@ def test_cuda_graph_decoding_step_equals_the_eager_step(name):
 
 @pytest.mark.parametrize("rope", [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)], ids=["rope", "quarter", "half_heads", "nope"])
 def test_attention_with_fused_canon_b_matches_the_torch_backend(rope):
-    """Attention reading Canon-B through the fused Canon + head split + RoPE kernel (backend fused),
-    and through the Canon kernel with RoPE apart (backend auto on CUDA), against the plain PyTorch
-    composition: output and every parameter's gradient, fp32, for full, quarter, half-heads RoPE
-    and NoPE."""
+    """Attention reading Canon-B through the fused Canon + head split + RoPE kernel (backend fused;
+    auto where RoPE turns whole heads), and through the Canon kernel with RoPE apart (backend
+    triton; auto otherwise), against the plain PyTorch composition: output and every parameter's
+    gradient, fp32, for full, quarter, half-heads RoPE and NoPE."""
     from playground.mixers.attention import Attention
 
     x = torch.randn(2, 300, 256, device="cuda", requires_grad=True)
     grads = []
-    for backend in ("fused", "auto", "torch"):
+    for backend in ("fused", "auto", "triton", "torch"):
         torch.manual_seed(0)
         att = Attention(256, 64, AttentionConfig(rope_fraction=rope[0], rope_heads=rope[1]),
                         CanonConfig(positions="B", backend=backend, activation="silu", bias=True)).cuda()
         y = att(x)
         grads.append([y, *torch.autograd.grad(y.square().sum(), [x, *att.parameters()])])
-    for got in grads[:2]:
-        for a, b in zip(got, grads[2]):
+    for got in grads[:3]:
+        for a, b in zip(got, grads[3]):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 

@@ -165,7 +165,7 @@ def fused_reads_match_torch():
     from playground.layers.mlp import MLP
     from playground.mixers.attention import Attention, AttentionConfig
 
-    canon.pick_kernel = lambda cfg, x, find, fused=False: None if cfg.backend == "torch" else find()
+    canon.pick_kernel = lambda cfg, x, find, fusion=None: None if cfg.backend == "torch" else find()
     canon.canon_rope_kernel = lambda: canon_triton.canon_rope
     canon.canon_glu_kernel = lambda: canon_triton.canon_glu
     canon.canon_kernel = lambda: canon_triton.canon_conv
@@ -196,7 +196,7 @@ def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
     as a launch specialises it (pointers 16-byte aligned, T, C and H multiples of 16), and read
     its resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships,
     and how many global loads and stores of each width its machine code has (``LDG.E.128``: 16
-    bytes at once; ``LDG.E.U16``: one bf16)."""
+    bytes at once; ``LDG.E.U16``: one bf16; ``LDGSTS``: an asynchronous copy to shared memory)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -213,7 +213,7 @@ def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
         tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
         res = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
         sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
-    usage = collections.Counter(re.findall(r"\b((?:LDG|STG)\.E[.\w]*)", sass))  # 0 for a width not there
+    usage = collections.Counter(re.findall(r"\b((?:LDG|STG)\.E[.\w]*|LDGSTS)", sass))  # 0 for one not there
     usage.update({k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", res)})
     return usage
 
@@ -230,13 +230,15 @@ def test_canon_kernels_compile_for_hopper_without_spills():
     from playground.kernels import canon_triton as m
 
     fwd = {"BT": m.BLOCK_T, "BC": m.BLOCK_C}
-    bwd = {"BT": m.BWD_BLOCK_T, "BC": m.BWD_BLOCK_C}
+    bwd = {"BT": m.BWD_BLOCK_T, "BC": m.BWD_BLOCK_C, "STAGES": m.BWD_STAGES}
     kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
-               (m._glu_fwd_kernel, {**fwd, "BC": m.GLU_BLOCK_C}, m.FWD_WARPS),
-               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BLOCK_C}, m.BWD_WARPS),
+               (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C}, m.GLU_FWD_WARPS),
+               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BWD_BLOCK_C}, m.BWD_WARPS),
                *[(fn, {"BT": bt, **rope}, warps) for rope in ROPE_HOPPER_BLOCKS
-                 for fn, bt, warps in [(m._rope_fwd_kernel, m.ROPE_BLOCK_T, m.FWD_WARPS),
+                 for fn, bt, warps in [(m._rope_fwd_kernel, m.ROPE_BLOCK_T, m.ROPE_FWD_WARPS),
                                        (m._rope_bwd_kernel, m.BWD_BLOCK_T, m.BWD_WARPS)]]]
+    kernels = [(fn, {**shape, "STAGES": m.BWD_STAGES} if "bwd" in fn.__name__ else shape, warps)
+               for fn, shape, warps in kernels]
     for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
         usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
         print(fn.__name__, act, residual, bias, shape, usage)
@@ -250,14 +252,31 @@ def test_canon_forward_kernels_read_and_write_whole_vectors():
     partner lanes through a computed index until 2026-11-25, and 64 such loads per thread showed)."""
     from playground.kernels import canon_triton as m
 
-    fwd = {"BT": m.BLOCK_T, "BC": m.BLOCK_C}
-    for fn, shape in [(m._fwd_kernel, fwd), (m._glu_fwd_kernel, {**fwd, "BC": m.GLU_BLOCK_C}),
-                      *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}) for rope in ROPE_HOPPER_BLOCKS
-                        if rope["ROT"] in (0, rope["HD"])]]:
-        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True, **shape}, m.FWD_WARPS)
+    for fn, shape, warps in [(m._fwd_kernel, {"BT": m.BLOCK_T, "BC": m.BLOCK_C}, m.FWD_WARPS),
+                             (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C}, m.GLU_FWD_WARPS),
+                             *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}, m.ROPE_FWD_WARPS)
+                               for rope in ROPE_HOPPER_BLOCKS if rope["ROT"] in (0, rope["HD"])]]:
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True, **shape}, warps)
         print(fn.__name__, shape, usage)
         assert usage["LDG.E.128"] > 0 and usage["STG.E.128"] > 0, (fn.__name__, shape, usage)
         assert usage["LDG.E.U16"] == 0 and usage["STG.E.U16"] == 0, (fn.__name__, shape, usage)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_strip_backwards_pipeline_their_loads_when_asked():
+    """``BWD_STAGES`` > 1 makes the strip loops of every backward kernel copy their rows
+    asynchronously (LDGSTS) with no spill, and 1 keeps plain loads — the knob does what it says
+    (its speed is measured on a GPU, docs/PERFORMANCE.md)."""
+    from playground.kernels import canon_triton as m
+
+    kernels = [(m._bwd_kernel, {"BC": m.BWD_BLOCK_C}), (m._glu_bwd_kernel, {"BC": m.GLU_BWD_BLOCK_C}),
+               (m._rope_bwd_kernel, ROPE_HOPPER_BLOCKS[0])]
+    for (fn, shape), stages in itertools.product(kernels, (1, 3)):
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True, "BT": m.BWD_BLOCK_T,
+                                  "STAGES": stages, **shape}, m.BWD_WARPS)
+        print(fn.__name__, stages, usage)
+        assert usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, stages, usage)
+        assert (usage["LDGSTS"] > 0) == (stages > 1), (fn.__name__, stages, usage)
 
 
 def run_interpreted(code: str) -> None:
@@ -398,6 +417,32 @@ def test_canon_backends_on_the_cpu():
         CanonConfig(backend="causal_conv1d", kernel=5)
     with pytest.raises(ConfigError, match="model.canon.dynamic='lowrank' .*static"):
         CanonConfig(backend="causal_conv1d", dynamic="lowrank")
+
+
+def test_each_backend_runs_the_fusions_it_names(monkeypatch):
+    """Which kernel each backend picks on CUDA: auto fuses Canon-B with the head split and RoPE
+    only where RoPE turns every dim of every head (the measured win), fused every fusion (also
+    partial RoPE, NoPE and Canon-D + SwiGLU), triton none; torch never a kernel. Attention asks for
+    the whole-head fusion exactly when its rotation covers whole heads."""
+    from types import SimpleNamespace
+
+    from playground.layers import canon
+    from playground.layers.canon import CanonConfig
+    from playground.mixers.attention import Attention, AttentionConfig
+
+    cuda = SimpleNamespace(is_cuda=True)
+    picked = {b: {f: canon.pick_kernel(CanonConfig(backend=b), cuda, lambda: "kernel", f) is not None
+                  for f in (None, "rope", "rope_partial", "glu")} for b in ("auto", "triton", "fused", "torch")}
+    assert picked == {"auto": {None: True, "rope": True, "rope_partial": False, "glu": False},
+                      "triton": {None: True, "rope": False, "rope_partial": False, "glu": False},
+                      "fused": {None: True, "rope": True, "rope_partial": True, "glu": True},
+                      "torch": {None: False, "rope": False, "rope_partial": False, "glu": False}}
+    asked = []
+    monkeypatch.setattr(canon, "pick_kernel", lambda cfg, x, find, fusion=None: asked.append(fusion))
+    for fraction, heads in [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)]:
+        att = Attention(64, 16, AttentionConfig(rope_fraction=fraction, rope_heads=heads), CanonConfig(positions="B"))
+        assert att.canon_b.rope_heads(torch.zeros(1, 5, 192), att.rotary, att.n_heads) is None
+    assert asked == ["rope", "rope_partial", "rope_partial", "rope_partial"]
 
 
 @pytest.mark.gpu

@@ -39,6 +39,11 @@ BWD_BLOCK_T, BWD_BLOCK_C, BWD_WARPS = 8, 128, 4
 # configurations timed on an H200, docs/bench/2026-11-24-h200-canon-strips/; none wins everywhere),
 BWD_PROGRAMS_PER_SM = 1
 BWD_MIN_STRIP = 4 * BWD_BLOCK_T  # but keep every strip at least this many rows long
+# Software pipelining of the strip loop: with more than 1 stage Triton copies the rows of the next
+# chunks asynchronously (cp.async through shared memory) while a chunk computes. The backward is
+# bound by load latency rather than bandwidth (2–5× its memory floor whatever the tile, docs/
+# PERFORMANCE.md); whether this hides it is not yet measured, so 1 (no pipelining) stays.
+BWD_STAGES = 1
 
 
 @triton.jit
@@ -153,7 +158,7 @@ def _partials(DW, DB, part, c, cm, acc_w, acc_b, K: tl.constexpr, HAS_BIAS: tl.c
 @triton.jit
 def _strip(X, W, Bias, DY, DX, DW, DB, base, c, cm, gbase, gc, GS, part, start, end, T, C,
            K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-           BT: tl.constexpr, BC: tl.constexpr):
+           BT: tl.constexpr, BC: tl.constexpr, STAGES: tl.constexpr):
     """The backward of channels c (where ``cm``) of x ([T, C] rows at X + base) over rows
     [start, end) in chunks of BT; dy of row r at DY + gbase + r·GS + gc, dx written like x.
 
@@ -163,7 +168,7 @@ def _strip(X, W, Bias, DY, DX, DW, DB, base, c, cm, gbase, gc, GS, part, start, 
     dw_j = Σ_t dz[t] x[t-(K-1)+j] and db = Σ_t dz[t] build up elementwise in fp32 over the
     strip; the rows are summed once at the end, into partial row ``part``."""
     w, acc_w, acc_b, bias = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)
-    for t0 in range(start, end, BT):
+    for t0 in tl.range(start, end, BT, num_stages=STAGES):
         t = t0 + tl.arange(0, BT)
         # x at rows t-(K-1) .. t (the taps' inputs); with the activation also up to t+K-1
         xs = _rows(X, base, t, c, cm, T, C, 2 * K - 1 if ACT else K, K)
@@ -185,7 +190,7 @@ def _strip(X, W, Bias, DY, DX, DW, DB, base, c, cm, gbase, gc, GS, part, start, 
 @triton.jit
 def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr,
                 HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-                BT: tl.constexpr, BC: tl.constexpr):
+                BT: tl.constexpr, BC: tl.constexpr, STAGES: tl.constexpr):
     """One program: channels c of sequence b, rows [s·STRIP, (s+1)·STRIP) (:func:`_strip`)."""
     pid_c, pid = tl.program_id(0), tl.program_id(1)
     b, s = pid // SPLITS, pid % SPLITS
@@ -193,7 +198,7 @@ def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, K: tl.constexpr
     base = b.to(tl.int64) * T * C
     start = s * STRIP
     _strip(X, W, Bias, DY, DX, DW, DB, base, c, c < C, base, c, C, pid.to(tl.int64) * C, start,
-           tl.minimum(start + STRIP, T), T, C, K, HAS_BIAS, ACT, RESIDUAL, BT, BC)
+           tl.minimum(start + STRIP, T), T, C, K, HAS_BIAS, ACT, RESIDUAL, BT, BC, STAGES)
 
 
 def _grid(b: int, t: int, c: int) -> tuple[int, int, int]:
@@ -261,7 +266,8 @@ def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
     kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
                                    splits, strip, *extra, K=k, HAS_BIAS=bias is not None, ACT=act,
-                                   RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS, **meta)
+                                   RESIDUAL=residual, BT=BWD_BLOCK_T, STAGES=BWD_STAGES, num_warps=BWD_WARPS,
+                                   **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db
 
@@ -294,8 +300,12 @@ canon_conv.register_autograd(_autograd(canon_conv_bwd), setup_context=_setup)
 # h = silu(y[..., :H]) · y[..., H:] with y = Canon(u), u = [gate ‖ up]: [B, T, 2H] -> [B, T, H].
 # The forward never writes y; the backward recomputes it from u (with the K-1 rows before) and
 # goes from dh to du, dw, db in one pass, so y is neither stored for the backward nor read back.
-# One program covers the same channel block of both halves, hence a narrower block.
-GLU_BLOCK_C = 64
+# One program covers the same channel block of both halves, hence narrower blocks. Forward: 16
+# rows × 64 channels on 2 warps, backward: 32 channels — the fastest of 27 forward tiles and 36
+# backward launches at both shapes of docs/bench/2026-11-25-h200-rope-rewrite/ (mini: 126 µs
+# against 203 with the plain kernel's tile, 12L768D: 189 against 306; backward −2 % and −9 %).
+GLU_BLOCK_T, GLU_BLOCK_C, GLU_FWD_WARPS = 16, 64, 2
+GLU_BWD_BLOCK_C = 32
 
 
 @triton.jit
@@ -344,7 +354,7 @@ def _glu_dy(DH, xs, w, bias, d, t, c, hbase, T, H, K: tl.constexpr, HAS_BIAS: tl
 @triton.jit
 def _glu_bwd_kernel(U, W, Bias, DH, DU, DW, DB, T, H, SPLITS, STRIP, K: tl.constexpr,
                     HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-                    BT: tl.constexpr, BC: tl.constexpr):
+                    BT: tl.constexpr, BC: tl.constexpr, STAGES: tl.constexpr):
     """One program: channels c of both halves of sequence b, rows [s·STRIP, (s+1)·STRIP) in
     chunks of BT — :func:`_bwd_kernel`'s scheme, with dy at rows t..t+K-1 recomputed from dh and
     u instead of read. Partial rows of dw / db: [program, 2H, K] / [program, 2H]."""
@@ -358,7 +368,7 @@ def _glu_bwd_kernel(U, W, Bias, DH, DU, DW, DB, T, H, SPLITS, STRIP, K: tl.const
     wg, acc_g, acc_bg, bg = _taps(W, Bias, c, cm, K, HAS_BIAS, BT, BC)  # gate half
     wu, acc_u, acc_bu, bu = _taps(W, Bias, c + H, cm, K, HAS_BIAS, BT, BC)  # up half
     start = s * STRIP
-    for t0 in range(start, tl.minimum(start + STRIP, T), BT):
+    for t0 in tl.range(start, tl.minimum(start + STRIP, T), BT, num_stages=STAGES):
         t = t0 + tl.arange(0, BT)
         xg = _rows(U, base, t, c, cm, T, C, 2 * K - 1, K)  # u at rows t-(K-1) .. t+K-1
         xu = _rows(U, base, t, c + H, cm, T, C, 2 * K - 1, K)
@@ -392,10 +402,10 @@ def canon_glu(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, act: 
     b, t, c = u.shape
     h = c // 2
     out = u.new_empty(b, t, h)
-    grid = (triton.cdiv(t, BLOCK_T), triton.cdiv(h, GLU_BLOCK_C), b)
+    grid = (triton.cdiv(t, GLU_BLOCK_T), triton.cdiv(h, GLU_BLOCK_C), b)
     _glu_fwd_kernel[grid](u, w, bias if bias is not None else w, out, t, h, K=w.shape[1],
                           HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
-                          BT=BLOCK_T, BC=GLU_BLOCK_C, num_warps=FWD_WARPS)
+                          BT=GLU_BLOCK_T, BC=GLU_BLOCK_C, num_warps=GLU_FWD_WARPS)
     return out
 
 
@@ -409,8 +419,8 @@ def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torc
                   act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
     h = u.shape[2] // 2
-    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BLOCK_C), h, GLU_BLOCK_C,
-                           BC=GLU_BLOCK_C)
+    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BWD_BLOCK_C), h,
+                           GLU_BWD_BLOCK_C, BC=GLU_BWD_BLOCK_C)
 
 
 @canon_glu_bwd.register_fake
@@ -477,7 +487,8 @@ def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexp
 @triton.jit
 def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, part, start, end, T, C,
                 HD: tl.constexpr, HALF: tl.constexpr, K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr):
+                ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr,
+                STAGES: tl.constexpr):
     """:func:`_strip` for a head's turning pairs, lanes j and HALF + j at once: dy of each from
     the rotated gradient at DY + gbase + row·HD + lane (un-rotated where ``turns``)."""
     j = tl.arange(0, BH)
@@ -486,7 +497,7 @@ def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, 
     c2 = head + HALF + j
     w1, acc1, accb1, bias1 = _taps(W, Bias, c1, jm, K, HAS_BIAS, BT, BH)
     w2, acc2, accb2, bias2 = _taps(W, Bias, c2, jm, K, HAS_BIAS, BT, BH)
-    for t0 in range(start, end, BT):
+    for t0 in tl.range(start, end, BT, num_stages=STAGES):
         t = t0 + tl.arange(0, BT)
         xs1 = _rows(X, base, t, c1, jm, T, C, 2 * K - 1 if ACT else K, K)
         xs2 = _rows(X, base, t, c2, jm, T, C, 2 * K - 1 if ACT else K, K)
@@ -519,7 +530,8 @@ def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, 
 @triton.jit
 def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Sin, ROT_HEADS, B,
                      K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-                     HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr, BR: tl.constexpr):
+                     HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr, BR: tl.constexpr,
+                     STAGES: tl.constexpr):
     """One program: head h of section s of sequence b, rows [s·STRIP, (s+1)·STRIP) — the turning
     pairs (:func:`_pair_strip`), then the lanes past them (:func:`_strip`), dy read from the
     [3, B, H, T, hd] gradient. Partial rows of dw / db: [program, 3d, K] / [program, 3d]."""
@@ -535,16 +547,18 @@ def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Si
     end = tl.minimum(start + STRIP, T)
     if ROT > 0:
         _pair_strip(U, W, Bias, DOUT, DU, DW, DB, Cos, Sin, (s < 2) & (h < ROT_HEADS), base, head, gbase,
-                    part, start, end, T, C, HD, ROT // 2, K, HAS_BIAS, ACT, RESIDUAL, BT, BH)
+                    part, start, end, T, C, HD, ROT // 2, K, HAS_BIAS, ACT, RESIDUAL, BT, BH, STAGES)
     if ROT < HD:
         r = ROT + tl.arange(0, BR)
         _strip(U, W, Bias, DOUT, DU, DW, DB, base, head + r, r < HD, gbase, r, HD, part, start, end, T, C,
-               K, HAS_BIAS, ACT, RESIDUAL, BT, BR)
+               K, HAS_BIAS, ACT, RESIDUAL, BT, BR, STAGES)
 
 
-# The rope forward's rows per tile: its lane groups are half a head or less wide, so taller tiles
-# than the plain kernel's keep as many elements per thread (wide loads).
-ROPE_BLOCK_T = 32
+# The rope forward's tile: its lane groups are half a head or less wide, so taller tiles than the
+# plain kernel's, on fewer warps, keep many elements per thread (wide loads): 64 rows on 2 warps
+# were the fastest of 9 tiles for full RoPE at both shapes of docs/bench/2026-11-25-rope-rewrite/
+# (82 µs against 110 at 32 rows on 4 warps, mini; 122 against 163, 12L768D) and even for RoPE¼.
+ROPE_BLOCK_T, ROPE_FWD_WARPS = 64, 2
 
 
 def _rope_blocks(u: torch.Tensor, n_heads: int, rot: int) -> dict:
@@ -567,7 +581,7 @@ def canon_rope(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cos:
     grid = (triton.cdiv(t, ROPE_BLOCK_T), 3 * n_heads, b)
     _rope_fwd_kernel[grid](u, w, bias if bias is not None else w, cos, sin, out, t, n_heads, rot_heads,
                            K=w.shape[1], HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
-                           BT=ROPE_BLOCK_T, num_warps=FWD_WARPS, **blocks)
+                           BT=ROPE_BLOCK_T, num_warps=ROPE_FWD_WARPS, **blocks)
     return out
 
 

@@ -76,13 +76,19 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 NAMED_BACKENDS = {"triton": "triton", "fused": "triton", "causal_conv1d": "the causal-conv1d package"}
-FUSING_BACKENDS = ("fused",)  # the backends whose Canon kernel also takes in its reader
+# The fused kernels (a Canon layer that also does its reader's work) each backend runs; the others
+# run the plain Canon kernel. auto: Canon-B with the head split and RoPE where RoPE turns every dim
+# of every head — faster than the plain kernel with RoPE apart (docs/PERFORMANCE.md); a partial
+# rotation or none has not been measured faster. fused: every fusion (least memory: Canon-D +
+# SwiGLU keeps no output, but is slower).
+FUSIONS = {"auto": ("rope",), "fused": ("rope", "rope_partial", "glu")}
 
 
-def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find, fused: bool = False):
-    """The kernel (``find()``) for a plain full-sequence call, as ``backend`` asks; ``fused``: a
-    kernel that also does the next layer's read (SwiGLU, RoPE), which only some backends use."""
-    if cfg.backend == "torch" or (fused and cfg.backend not in FUSING_BACKENDS):
+def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find, fusion: str | None = None):
+    """The kernel (``find()``) for a plain full-sequence call, as ``backend`` asks; ``fusion``: the
+    name of a kernel that also does the next layer's read (in :data:`FUSIONS`), which only some
+    backends use."""
+    if cfg.backend == "torch" or (fusion is not None and fusion not in FUSIONS.get(cfg.backend, ())):
         return None
     kernel = find() if x.is_cuda else None
     if kernel is None and cfg.backend in NAMED_BACKENDS:  # asked for by name: never silently the reference
@@ -175,13 +181,14 @@ class Canon(CanonReads, nn.Module):
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """silu(gate) · up of the output; on a full sequence the fused kernel does the layer and
         SwiGLU in one pass (its output is never written, the backward recomputes it)."""
-        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel, fused=True)) is not None:
+        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel, "glu")) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         return super().glu(x, seq, h)
 
     def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
-        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, fused=True)) is None:
+        whole = rotary.rot_heads == n_heads and rotary.rot_dims == x.shape[-1] // (3 * n_heads)
+        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, "rope" if whole else "rope_partial")) is None:
             return None
         # Rotary's tables at positions 0..T-1 ([T, 0] without rotated dims; no rotated heads: none turn)
         cos, sin = rotary.angles(torch.arange(x.shape[1], device=x.device))
