@@ -301,9 +301,10 @@ canon_conv.register_autograd(_autograd(canon_conv_bwd), setup_context=_setup)
 # The forward never writes y; the backward recomputes it from u (with the K-1 rows before) and
 # goes from dh to du, dw, db in one pass, so y is neither stored for the backward nor read back.
 # One program covers the same channel block of both halves, hence narrower blocks. Forward: 16
-# rows × 64 channels on 2 warps, backward: 32 channels — the fastest of 27 forward tiles and 36
-# backward launches at both shapes of docs/bench/2026-11-25-h200-rope-rewrite/ (mini: 126 µs
-# against 203 with the plain kernel's tile, 12L768D: 189 against 306; backward −2 % and −9 %).
+# rows × 64 channels on 2 warps, the fastest of 27 tiles at both shapes of docs/bench/
+# 2026-11-25-h200-rope-rewrite/ (mini: 126 µs against 203 with the plain kernel's tile, 12L768D:
+# 189 against 306). Backward: 32 channels, the best width at both (−2 % and −9 % against 64);
+# 16-row chunks would gain 1–5 % more, but the chunk height is the plain backward's too.
 GLU_BLOCK_T, GLU_BLOCK_C, GLU_FWD_WARPS = 16, 64, 2
 GLU_BWD_BLOCK_C = 32
 
