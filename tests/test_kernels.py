@@ -182,6 +182,45 @@ def fused_reads_match_torch():
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
+def mamba2_on_mamba_ssm_matches_torch():
+    """The Mamba2 mixer on mamba_ssm's kernels (its SSD; with ``fused_norm`` also D inside the
+    SSD and its gated RMSNorm) against the PyTorch path: output and every gradient, fp32. Run
+    under the interpreter on the CPU: the CUDA-only calls of mamba_ssm's wrappers stubbed, the
+    backend choice let through, autotuning cut to one configuration (nothing to time)."""
+    import contextlib
+    import types
+
+    from playground.kernels import adapters as fast
+    from playground.mixers.mamba2 import Mamba2, Mamba2Config
+
+    torch.cuda.device = lambda index: contextlib.nullcontext()
+    torch.cuda.get_device_properties = lambda device: types.SimpleNamespace(multi_processor_count=4)
+    assert fast.available("mamba_ssm")
+    fast.restrict_autotune("mamba_ssm", "interpreter", keep=1)
+    fast.pick_backend = lambda requested, on_cuda, stateful, order: "torch" if stateful else requested
+    x = torch.randn(2, 40, 32, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    outs, weights = [], None
+    for backend, fused in [("torch", False), ("mamba_ssm", False), ("mamba_ssm", True)]:
+        cfg = Mamba2Config(heads=2, state=16, chunk=16, backend=backend, fused_norm=fused)
+        mixer = Mamba2(32, 16, cfg, CanonConfig(positions=""))
+        if weights is None:
+            with torch.no_grad():  # D away from 1, so that a lost or doubled skip shows
+                mixer.D.copy_(torch.tensor([0.5, -1.5]))
+            weights = mixer.state_dict()
+        mixer.load_state_dict(weights)
+        y = mixer(x)
+        outs.append([y, *torch.autograd.grad(y.square().sum(), [x, *mixer.parameters()])])
+    for got in outs[1:]:
+        for a, b in zip(got, outs[0]):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not HAS_TRITON or importlib.util.find_spec("mamba_ssm") is None,
+                    reason="needs triton and mamba_ssm")
+def test_mamba2_on_mamba_ssm_kernels_interpreter():
+    run_interpreted("t.mamba2_on_mamba_ssm_matches_torch()\n")
+
+
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
 def test_fused_reads_in_attention_and_mlp_interpreter():
     run_interpreted("t.fused_reads_match_torch()\n")

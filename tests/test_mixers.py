@@ -348,7 +348,7 @@ def test_canon_ab_places_one_canon_a_and_b():
 @pytest.mark.parametrize("cls,key,value", [
     (GLAConfig, "conv", "conv2d"), (GLAConfig, "backend", "cuda"), (GLAConfig, "heads", 0),
     (Mamba2Config, "conv", "canon_c"), (Mamba2Config, "state", 0),
-    (Mamba2Config, "autotune", "none"), (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
+    (Mamba2Config, "autotune", "none"), (Mamba2Config, "fused_norm", True), (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
     (GDNConfig, "heads", 0), (GDNConfig, "chunk", 0), (GDNConfig, "expand_v", 0.0)])
 def test_bad_mixer_values_name_the_key(cls, key, value):
     with pytest.raises(ConfigError, match=f"model.mixer.{key}"):
@@ -358,6 +358,18 @@ def test_bad_mixer_values_name_the_key(cls, key, value):
 def test_bad_values_in_a_composed_config_name_the_key():
     with pytest.raises(ConfigError, match="model.mixer.conv"):
         to_objects(compose(["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.conv=c1"]))
+
+
+def test_a_mamba2_record_leaves_out_how_it_computes():
+    """The kernel choices (backend, autotune, chunk, fused_norm) compute the same model: a run's
+    record of its architecture leaves them out, so the report puts such runs in one cell."""
+    from playground.run.rundir import run_record
+
+    cfg = to_objects(compose(["task=depo_tiny", "model=mamba2", "mixer=mamba2", "canon=none",
+                              "model.mixer.backend=mamba_ssm", "model.mixer.fused_norm=true"]))
+    arch = run_record(cfg)["arch"]
+    assert arch["mixer"] == "mamba2" and arch["state"] == 64 and arch["norm_eps"] == 1e-5
+    assert not {"backend", "autotune", "chunk", "fused_norm"} & set(arch)
 
 
 def test_shapes_that_do_not_divide_name_the_key():
@@ -435,7 +447,7 @@ def test_the_ssd_kernel_call_keeps_the_compiled_graph_whole(fake_mamba_ssm, recw
     the GPU idle 44 % of the time with the graph broken around every SSD call, after a trace through
     the cached kernel check and autotune restriction). The stand-in kernel is plain torch, so any
     break would be ours."""
-    fake_mamba_ssm("import selective_scan_cuda\n", kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, seq_idx):\n"
+    fake_mamba_ssm("import selective_scan_cuda\n", kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, D, seq_idx):\n"
                                           "    return x * dt[..., None] + c.sum(-1, keepdim=True)\n")
 
     def forward(x, dt, a, bm, cm):  # as Mamba2's: the backend is chosen, then called

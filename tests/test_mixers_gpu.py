@@ -179,28 +179,30 @@ def test_fla_gated_delta_rule_matches_reference_with_gradients(dtype, shape, iso
 MIXERS = {"gla": (GLAConfig, GLA), "mamba2": (Mamba2Config, Mamba2), "gdn": (GDNConfig, GDN)}
 
 
-def _module_pair(kind: str, backend: str, canon: str):
+def _module_pair(kind: str, backend: str, canon: str, **fast_cfg):
     cfg_cls, cls = MIXERS[kind]
     torch.manual_seed(0)
     ref = cls(768, 64, cfg_cls(backend="torch"), CanonConfig(positions=canon)).cuda()
-    fast_mod = cls(768, 64, cfg_cls(backend=backend), CanonConfig(positions=canon)).cuda()
+    fast_mod = cls(768, 64, cfg_cls(backend=backend, **fast_cfg), CanonConfig(positions=canon)).cuda()
     fast_mod.load_state_dict(ref.state_dict())
     return ref, fast_mod
 
 
-@pytest.mark.parametrize("kind,backend,canon", [
-    pytest.param("gla", "fla", "", marks=needs("fla")),
-    pytest.param("gla", "fla", "B", marks=needs("fla")),
-    pytest.param("mamba2", "fla", "", marks=[needs("fla"), pytest.mark.skipif(
+@pytest.mark.parametrize("kind,backend,canon,fast_cfg", [
+    pytest.param("gla", "fla", "", {}, marks=needs("fla")),
+    pytest.param("gla", "fla", "B", {}, marks=needs("fla")),
+    pytest.param("mamba2", "fla", "", {}, marks=[needs("fla"), pytest.mark.skipif(
         not fast.fla_gated_backward_ok(), reason="fla refuses the gated backward here (fla #640)")]),
-    pytest.param("mamba2", "mamba_ssm", "B", marks=needs("mamba_ssm")),
-    pytest.param("gdn", "fla", "", marks=[needs("fla"), NO_GATED_BACKWARD]),
-    pytest.param("gdn", "fla", "B", marks=[needs("fla"), NO_GATED_BACKWARD]),
+    pytest.param("mamba2", "mamba_ssm", "B", {}, marks=needs("mamba_ssm")),
+    pytest.param("mamba2", "mamba_ssm", "", {"fused_norm": True}, marks=needs("mamba_ssm")),
+    pytest.param("gdn", "fla", "", {}, marks=[needs("fla"), NO_GATED_BACKWARD]),
+    pytest.param("gdn", "fla", "B", {}, marks=[needs("fla"), NO_GATED_BACKWARD]),
 ])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, dtype):
-    """Whole mixers at 12L768D width: outputs, input and weight gradients, fp32 and bf16 autocast."""
-    ref, fast_mod = _module_pair(kind, backend, canon)
+def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, fast_cfg, dtype):
+    """Whole mixers at 12L768D width: outputs, input and weight gradients, fp32 and bf16 autocast
+    (Mamba2 on mamba_ssm also with D and the gated norm in its kernels, ``fused_norm``)."""
+    ref, fast_mod = _module_pair(kind, backend, canon, **fast_cfg)
     x = torch.randn(2, 2048, 768, device="cuda")
     dout = torch.randn_like(x)
     results = []

@@ -214,9 +214,10 @@ def ssd_fla(x, dt, a, bm, cm, autotune: str, resets=None) -> torch.Tensor:
     return y.view(*resets.shape, *y.shape[2:]) if cu is not None else y
 
 
-def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch.Tensor:
-    """mamba_ssm's fused chunked SSD (dt already through softplus, no D, no gate); isolated
-    examples through its ``seq_idx`` (a non-decreasing segment index per row)."""
+def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None, D=None) -> torch.Tensor:
+    """mamba_ssm's fused chunked SSD (dt already through softplus, no gate; with ``D`` [H] the
+    skip x·D added inside the kernel); isolated examples through its ``seq_idx`` (a
+    non-decreasing segment index per row)."""
     # already imported by available() (past the package's __init__ where that fails); an import
     # statement, not kernel_module(), so that torch.compile keeps one graph around it
     from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
@@ -226,7 +227,16 @@ def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch
     bm, cm = (z[:, :, None].to(x.dtype).contiguous() for z in (bm, cm))  # [B, T, 1, N]
     seq_idx = None if resets is None else resets.int().cumsum(1, dtype=torch.int32).contiguous()
     return mamba_chunk_scan_combined(x.contiguous(), dt.float().contiguous(), a.float(), bm, cm,
-                                     chunk_size=chunk, seq_idx=seq_idx)
+                                     chunk_size=chunk, D=D, seq_idx=seq_idx)
+
+
+def gated_norm_mamba(y, z, weight, eps: float) -> torch.Tensor:
+    """Mamba2's gated RMSNorm, norm(y · silu(z)) · weight, in mamba_ssm's Triton kernels
+    (``layernorm_gated``: one pass forward, one backward with dw summed from partial rows), as the
+    reference Mamba2 module computes it."""
+    from mamba_ssm.ops.triton.layernorm_gated import rmsnorm_fn  # imported with the SSD, as above
+
+    return rmsnorm_fn(y, weight, None, z=z, eps=eps, norm_before_gate=False)
 
 
 def gdn_fla(q, k, v, g, beta, scale: float, autotune: str, resets=None) -> torch.Tensor:

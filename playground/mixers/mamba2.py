@@ -54,6 +54,9 @@ class Mamba2Config:
     chunk: int = 64  # chunk length of the chunked SSD (the PyTorch path and mamba_ssm's kernel)
     backend: str = "auto"  # auto (mamba_ssm, else fla, on CUDA) | torch | fla | mamba_ssm
     autotune: str = "restricted"  # restricted | full: Triton autotune space of the kernels
+    # with backend mamba_ssm: the D skip inside its SSD kernel and the gated RMSNorm in its
+    # kernels too, as the reference Mamba2 module (same output; docs/PERFORMANCE.md)
+    fused_norm: bool = False
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
@@ -66,6 +69,8 @@ class Mamba2Config:
               f"one of {fast.BACKENDS_SSD}")
         check(self.autotune in fast.AUTOTUNE, "model.mixer.autotune", self.autotune,
               f"one of {fast.AUTOTUNE}")
+        check(not self.fused_norm or self.backend == "mamba_ssm", "model.mixer.fused_norm", self.fused_norm,
+              "false unless model.mixer.backend=mamba_ssm (whose kernels it uses)")
 
     def tag(self) -> str:
         """``mamba2``, ``mamba2-noconv1d``, plus ``mimetic`` and ``h``/``s``/``e`` for
@@ -139,9 +144,14 @@ class Mamba2(nn.Module):
         if seq is not None and seq.valid is not None:
             dt = dt * seq.valid[..., None]  # padding: no input, no decay
         xs = xs.reshape(b, t, self.heads, self.head_p)  # [B, T, H, P]
-        y = self._ssd(xs, dt, bm, cm, seq) + xs * self.D[:, None].to(xs.dtype)
-        y = scan.silu_gate_norm(y.reshape(b, t, self.inner), z, self.norm.weight,
-                                self.cfg.norm_eps, gate_first=True)
+        backend = self.backend(xs.is_cuda, seq is not None and seq.cache is not None)
+        if backend == "mamba_ssm" and self.cfg.fused_norm:  # D and the gated norm in its kernels
+            y = self._ssd(xs, dt, bm, cm, seq, backend, self.D).reshape(b, t, self.inner)
+            y = fast.gated_norm_mamba(y, z, self.norm.weight, self.cfg.norm_eps)
+        else:
+            y = self._ssd(xs, dt, bm, cm, seq, backend) + xs * self.D[:, None].to(xs.dtype)
+            y = scan.silu_gate_norm(y.reshape(b, t, self.inner), z, self.norm.weight,
+                                    self.cfg.norm_eps, gate_first=True)
         return self.canon_o(self.out(y), seq, x)
 
     def backend(self, on_cuda: bool, stateful: bool = False) -> str:
@@ -149,14 +159,14 @@ class Mamba2(nn.Module):
         order = ("mamba_ssm", "fla") if fast.fla_gated_backward_ok() else ("mamba_ssm",)
         return fast.pick_backend(self.cfg.backend, on_cuda, stateful, order)
 
-    def _ssd(self, xs, dt, bm, cm, seq) -> torch.Tensor:
-        """The SSD over [B, T, H, P] inputs: a kernel, or the reference with the cache."""
+    def _ssd(self, xs, dt, bm, cm, seq, backend: str, skip: torch.Tensor | None = None) -> torch.Tensor:
+        """The SSD over [B, T, H, P] inputs on ``backend``: a kernel, or the reference with the
+        cache; ``skip`` (D, mamba_ssm only): x·D added inside the kernel."""
         a = -self.A_log.float().exp()  # [H]
         cache = None if seq is None else seq.cache
-        backend = self.backend(xs.is_cuda, cache is not None)
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "mamba_ssm":
-            return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets)
+            return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets, skip)
         if backend == "fla":
             return fast.ssd_fla(xs, dt, a, bm, cm, self.cfg.autotune, resets)
         state = None if cache is None else cache.get(self)
