@@ -184,7 +184,8 @@ def fused_reads_match_torch():
 
 def mamba2_on_mamba_ssm_matches_torch():
     """The Mamba2 mixer on mamba_ssm's kernels (its SSD; with ``fused_norm`` also D inside the
-    SSD and its gated RMSNorm) against the PyTorch path: output and every gradient, fp32. Run
+    SSD and its gated RMSNorm) against the PyTorch path: output and every gradient, fp32; then the
+    SSD adapter alone with isolated packed examples and D, every input's gradient. Run
     under the interpreter on the CPU: the CUDA-only calls of mamba_ssm's wrappers stubbed, the
     backend choice let through, autotuning cut to one configuration (nothing to time)."""
     import contextlib
@@ -213,6 +214,20 @@ def mamba2_on_mamba_ssm_matches_torch():
     for got in outs[1:]:
         for a, b in zip(got, outs[0]):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    # the SSD adapter alone, with isolated packed examples (seq_idx) and the D skip: every gradient
+    from playground.mixers import scan
+
+    g = torch.Generator().manual_seed(1)
+    inputs = [torch.randn(2, 40, 2, 16, generator=g), 0.1 * torch.rand(2, 40, 2, generator=g), -torch.rand(2, generator=g),
+              torch.randn(2, 40, 16, generator=g), torch.randn(2, 40, 16, generator=g), torch.randn(2, generator=g)]
+    inputs = [v.requires_grad_() for v in inputs]
+    resets = torch.zeros(2, 40, dtype=torch.bool)
+    resets[0, 13] = resets[1, 29] = True
+    got = fast.ssd_mamba(*inputs[:5], 16, "restricted", resets, inputs[5])
+    ref = scan.ssd_chunked(*inputs[:5], 16, resets=resets)[0] + inputs[0] * inputs[5][:, None]
+    dout = torch.randn(ref.shape, generator=g)
+    for a, b in zip([got, *torch.autograd.grad(got, inputs, dout)], [ref, *torch.autograd.grad(ref, inputs, dout)]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(not HAS_TRITON or importlib.util.find_spec("mamba_ssm") is None,
