@@ -4,8 +4,8 @@ the chunk height and warps it may want with it; JSON lines. Written in the thirt
 
 Run from the repository root on a GPU: python3 docs/bench/next/stagetune.py > stagetune.jsonl
 Shapes: the mini recipe (64 × 512) and 12L768D at 16 × 2048: the plain kernel at Canon-A/C, B and
-D's widths, Canon-D + SwiGLU, Canon-B + full RoPE. Default Canon layer: no bias, no activation,
-residual; the plain kernel also with SiLU and no residual (Mamba2's and GLA's short conv).
+D's widths, Canon-D + SwiGLU, Canon-B + full RoPE, and Mamba2's short conv (bias, no residual).
+Default Canon layer: no bias, no activation, residual; bf16 activations, fp32 taps (as in a model).
 triton.testing.do_bench (CUDA events, median), µs, with the memory floor at the device's bandwidth.
 """
 import itertools
@@ -32,14 +32,18 @@ for name, (b, t, d) in SHAPES.items():
     heads, ff2 = d // 64, 2 * 64 * round(8 * d / 3 / 64)
     ang = torch.arange(t, device="cuda", dtype=torch.float32)[:, None] * torch.rand(32, device="cuda", generator=gen)
     cos, sin = ang.cos(), ang.sin()
-    cases = []
+    # Mamba2's short conv (x, B, C of 2d + 2·64 channels; bias, no residual, SiLU after it, apart)
+    c = 2 * d + 128
+    u = torch.randn(b, t, c, device="cuda", dtype=torch.bfloat16, generator=gen)
+    w, bias = torch.randn(c, 4, device="cuda", generator=gen), torch.randn(c, device="cuda", generator=gen)
+    cases = [(f"shortconv_{c}", 3 * u.numel(),
+              lambda u=u, w=w, bias=bias, g=torch.randn_like(u): ct.canon_conv_bwd(g, u, w, bias, False, False))]
     for c in (d, 3 * d, ff2):
         u = torch.randn(b, t, c, device="cuda", dtype=torch.bfloat16, generator=gen)
-        w = torch.randn(c, 4, device="cuda", dtype=torch.bfloat16, generator=gen)
+        w = torch.randn(c, 4, device="cuda", generator=gen)  # fp32, as the layer's parameter
         g = torch.randn_like(u)
         cases.append((f"plain_{c}", 3 * u.numel(), lambda u=u, w=w, g=g: ct.canon_conv_bwd(g, u, w, None, False, True)))
         if c == 3 * d:
-            cases.append((f"silu_shortconv_{c}", 3 * u.numel(), lambda u=u, w=w, g=g: ct.canon_conv_bwd(g, u, w, None, True, False)))
             go = torch.randn(3, b, heads, t, 64, device="cuda", dtype=torch.bfloat16, generator=gen)
             cases.append((f"rope_{c}", 3 * u.numel(), lambda u=u, w=w, go=go: ct.canon_rope_bwd(
                 go, u, w, None, cos, sin, False, True, heads, heads)))
