@@ -288,11 +288,9 @@ def test_canon_kernels_compile_for_hopper_without_spills():
     kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
                (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C}, m.GLU_FWD_WARPS),
                (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BWD_BLOCK_C}, m.BWD_WARPS),
-               *[(fn, {"BT": bt, **rope}, warps) for rope in ROPE_HOPPER_BLOCKS
-                 for fn, bt, warps in [(m._rope_fwd_kernel, m.ROPE_BLOCK_T, m.ROPE_FWD_WARPS),
-                                       (m._rope_bwd_kernel, m.BWD_BLOCK_T, m.BWD_WARPS)]]]
-    kernels = [(fn, {**shape, "STAGES": m.BWD_STAGES} if "bwd" in fn.__name__ else shape, warps)
-               for fn, shape, warps in kernels]
+               *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}, m.ROPE_FWD_WARPS) for rope in ROPE_HOPPER_BLOCKS],
+               *[(m._rope_bwd_kernel, {"BT": m.BWD_BLOCK_T, "STAGES": m.BWD_STAGES, **rope}, m.BWD_WARPS)
+                 for rope in ROPE_HOPPER_BLOCKS]]
     for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
         usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
         print(fn.__name__, act, residual, bias, shape, usage)

@@ -557,7 +557,7 @@ def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Si
 
 # The rope forward's tile: its lane groups are half a head or less wide, so taller tiles than the
 # plain kernel's, on fewer warps, keep many elements per thread (wide loads): 64 rows on 2 warps
-# were the fastest of 9 tiles for full RoPE at both shapes of docs/bench/2026-11-25-rope-rewrite/
+# were the fastest of 9 tiles for full RoPE at both shapes of docs/bench/2026-11-25-h200-rope-rewrite/
 # (82 µs against 110 at 32 rows on 4 warps, mini; 122 against 163, 12L768D) and even for RoPE¼.
 ROPE_BLOCK_T, ROPE_FWD_WARPS = 64, 2
 

@@ -78,9 +78,9 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 NAMED_BACKENDS = {"triton": "triton", "fused": "triton", "causal_conv1d": "the causal-conv1d package"}
 # The fused kernels (a Canon layer that also does its reader's work) each backend runs; the others
 # run the plain Canon kernel. auto: Canon-B with the head split and RoPE where RoPE turns every dim
-# of every head — faster than the plain kernel with RoPE apart (docs/PERFORMANCE.md); a partial
-# rotation or none has not been measured faster. fused: every fusion (least memory: Canon-D +
-# SwiGLU keeps no output, but is slower).
+# of every head (``Rotary.whole``) — faster than the plain kernel with RoPE apart; with a partial
+# rotation its backward is slower, without one it is not measured (docs/PERFORMANCE.md). fused:
+# every fusion (the least memory: Canon-D + SwiGLU keeps no output).
 FUSIONS = {"auto": ("rope",), "fused": ("rope", "rope_partial", "glu")}
 
 
@@ -187,8 +187,7 @@ class Canon(CanonReads, nn.Module):
         return super().glu(x, seq, h)
 
     def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
-        whole = rotary.rot_heads == n_heads and rotary.rot_dims == x.shape[-1] // (3 * n_heads)
-        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, "rope" if whole else "rope_partial")) is None:
+        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, "rope" if rotary.whole else "rope_partial")) is None:
             return None
         # Rotary's tables at positions 0..T-1 ([T, 0] without rotated dims; no rotated heads: none turn)
         cos, sin = rotary.angles(torch.arange(x.shape[1], device=x.device))
