@@ -182,27 +182,68 @@ def fused_reads_match_torch():
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
+def gated_norm_reference(y, x, d, z, w, eps):
+    s = y + (x.unflatten(-1, (d.shape[0], -1)) * d[:, None]).flatten(-2)
+    return torch.nn.functional.rms_norm(s * torch.nn.functional.silu(z), (y.shape[-1],), w, eps)
+
+
+def compare_gated_norm(op, device, dtype, shape, tol, seed=0):
+    """``op`` (:func:`playground.kernels.gated_norm_triton.gated_norm`) and its gradients against
+    the reference on random inputs [B, T, C] with H heads, x and z column slices of one wider
+    tensor (as in Mamba2), D away from 1 and w away from 1."""
+    b, t, c, h = shape
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randn(b, t, c, generator=g).to(device, dtype).requires_grad_()
+    wide = (2 * torch.randn(b, t, 3 * c, generator=g)).to(device, dtype).requires_grad_()
+    x, z = wide[..., c : 2 * c], wide[..., 2 * c :]
+    d = torch.randn(h, generator=g).to(device).requires_grad_()
+    w = (1 + torch.randn(c, generator=g)).to(device).requires_grad_()
+    gy = torch.randn(b, t, c, generator=g).to(device, dtype)
+    assert_same(lambda *v: op(*v, 1e-5), lambda *v: gated_norm_reference(*v, 1e-5), [y, x, d, z, w], gy, tol)
+
+
+# (B, T, C, H): C not a power of 2, B = 1, one row, many rows per program
+GATED_NORM_CASES = [(2, 9, 48, 3), (1, 7, 130, 2), (1, 1, 64, 4), (3, 40, 32, 2)]
+
+
+def gated_norm_matches_reference():
+    from playground.kernels import gated_norm_triton as m
+
+    for programs in (3, 10**6):  # uneven runs of rows per program; one row each
+        m._programs = lambda rows, device, n=programs: max(1, min(rows, n))
+        for shape in GATED_NORM_CASES:
+            compare_gated_norm(m.gated_norm, "cpu", torch.float32, shape, 1e-5)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_gated_norm_interpreter_matches_reference():
+    run_interpreted("t.gated_norm_matches_reference()\n")
+
+
 def mamba2_on_mamba_ssm_matches_torch():
-    """The Mamba2 mixer on mamba_ssm's kernels (its SSD; with ``fused_norm`` also D inside the
-    SSD and its gated RMSNorm) against the PyTorch path: output and every gradient, fp32; then the
-    SSD adapter alone with isolated packed examples and D, every input's gradient. Run
+    """The Mamba2 mixer on mamba_ssm's SSD and on our gated norm (``norm_backend=triton``) against
+    the PyTorch path: output and every gradient, fp32; then the SSD adapter alone with isolated
+    packed examples, every input's gradient. Run
     under the interpreter on the CPU: the CUDA-only calls of mamba_ssm's wrappers stubbed, the
     backend choice let through, autotuning cut to one configuration (nothing to time)."""
     import contextlib
     import types
 
     from playground.kernels import adapters as fast
+    from playground.kernels.gated_norm_triton import gated_norm
     from playground.mixers.mamba2 import Mamba2, Mamba2Config
 
     torch.cuda.device = lambda index: contextlib.nullcontext()
     torch.cuda.get_device_properties = lambda device: types.SimpleNamespace(multi_processor_count=4)
     assert fast.available("mamba_ssm")
+    fast.TUNED.clear()  # one configuration per kernel: nothing to time
     fast.restrict_autotune("mamba_ssm", "interpreter", keep=1)
     fast.pick_backend = lambda requested, on_cuda, stateful, order: "torch" if stateful else requested
+    Mamba2._norm_kernel = lambda self, on_cuda: gated_norm if self.cfg.norm_backend == "triton" else None
     x = torch.randn(2, 40, 32, generator=torch.Generator().manual_seed(0), requires_grad=True)
     outs, weights = [], None
-    for backend, fused in [("torch", False), ("mamba_ssm", False), ("mamba_ssm", True)]:
-        cfg = Mamba2Config(heads=2, state=16, chunk=16, backend=backend, fused_norm=fused)
+    for backend, norm in [("torch", "torch"), ("mamba_ssm", "torch"), ("mamba_ssm", "triton"), ("torch", "triton")]:
+        cfg = Mamba2Config(heads=2, state=16, chunk=16, backend=backend, norm_backend=norm)
         mixer = Mamba2(32, 16, cfg, CanonConfig(positions=""))
         if weights is None:
             with torch.no_grad():  # D away from 1, so that a lost or doubled skip shows
@@ -214,20 +255,23 @@ def mamba2_on_mamba_ssm_matches_torch():
     for got in outs[1:]:
         for a, b in zip(got, outs[0]):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
-    # the SSD adapter alone, with isolated packed examples (seq_idx) and the D skip: every gradient
+    # the SSD adapter alone, with isolated packed examples (seq_idx): every gradient
     from playground.mixers import scan
 
     g = torch.Generator().manual_seed(1)
     inputs = [torch.randn(2, 40, 2, 16, generator=g), 0.1 * torch.rand(2, 40, 2, generator=g), -torch.rand(2, generator=g),
-              torch.randn(2, 40, 16, generator=g), torch.randn(2, 40, 16, generator=g), torch.randn(2, generator=g)]
+              torch.randn(2, 40, 16, generator=g), torch.randn(2, 40, 16, generator=g)]
     inputs = [v.requires_grad_() for v in inputs]
+    wide = torch.randn(2, 40, 80, generator=g, requires_grad=True)  # x, B, C as slices of one tensor (as in Mamba2)
+    sliced = [wide[..., :32].unflatten(-1, (2, 16)), inputs[1], inputs[2], wide[..., 32:48], wide[..., 64:]]
     resets = torch.zeros(2, 40, dtype=torch.bool)
     resets[0, 13] = resets[1, 29] = True
-    got = fast.ssd_mamba(*inputs[:5], 16, "restricted", resets, inputs[5])
-    ref = scan.ssd_chunked(*inputs[:5], 16, resets=resets)[0] + inputs[0] * inputs[5][:, None]
-    dout = torch.randn(ref.shape, generator=g)
-    for a, b in zip([got, *torch.autograd.grad(got, inputs, dout)], [ref, *torch.autograd.grad(ref, inputs, dout)]):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    for args in (inputs, sliced):
+        got = fast.ssd_mamba(*args, 16, "restricted", resets)
+        ref = scan.ssd_chunked(*args, 16, resets=resets)[0]
+        dout = torch.randn(ref.shape, generator=g)
+        for a, b in zip([got, *torch.autograd.grad(got, args, dout)], [ref, *torch.autograd.grad(ref, args, dout)]):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(not HAS_TRITON or importlib.util.find_spec("mamba_ssm") is None,
@@ -241,8 +285,8 @@ def test_fused_reads_in_attention_and_mlp_interpreter():
     run_interpreted("t.fused_reads_match_torch()\n")
 
 
-INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B"}
-FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin"}
+INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B", "SY", "SX", "SZ", "P", "ROWS", "PER"}
+FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin", "D", "DD"}
 
 
 def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
@@ -255,10 +299,10 @@ def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS else
-           "*fp32" if p.name in FP32_ARGS else "*bf16" for p in fn.params}
+    sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS else "fp32" if p.name == "eps"
+           else "*fp32" if p.name in FP32_ARGS else "*bf16" for p in fn.params}
     attrs = {(i,): [["tt.divisibility", 16]] for i, p in enumerate(fn.params)
-             if not p.is_constexpr and (sig[p.name].startswith("*") or p.name in ("T", "C", "H"))}
+             if not p.is_constexpr and (sig[p.name].startswith("*") or p.name in ("T", "C", "H", "SY", "SX", "SZ"))}
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
@@ -287,13 +331,25 @@ def test_canon_kernels_compile_for_hopper_without_spills():
     bwd = {"BT": m.BWD_BLOCK_T, "BC": m.BWD_BLOCK_C, "STAGES": m.BWD_STAGES}
     kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
                (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C}, m.GLU_FWD_WARPS),
-               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BWD_BLOCK_C}, m.BWD_WARPS),
+               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BWD_BLOCK_C, "STAGES": m.FUSED_BWD_STAGES}, m.BWD_WARPS),
                *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}, m.ROPE_FWD_WARPS) for rope in ROPE_HOPPER_BLOCKS],
-               *[(m._rope_bwd_kernel, {"BT": m.BWD_BLOCK_T, "STAGES": m.BWD_STAGES, **rope}, m.BWD_WARPS)
+               *[(m._rope_bwd_kernel, {"BT": m.BWD_BLOCK_T, "STAGES": m.FUSED_BWD_STAGES, **rope}, m.BWD_WARPS)
                  for rope in ROPE_HOPPER_BLOCKS]]
     for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
         usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
         print(fn.__name__, act, residual, bias, shape, usage)
+        assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+def test_gated_norm_kernels_compile_for_hopper_without_spills():
+    """Mamba2's gated norm holds whole rows in registers: at the widest inner width of the paper's
+    sizes (1,536 channels, a 2,048-lane block) neither kernel spills on sm_90."""
+    from playground.kernels import gated_norm_triton as m
+
+    for fn, warps in [(m._fwd_kernel, m.FWD_WARPS), (m._bwd_kernel, m.BWD_WARPS)]:
+        usage = hopper_usage(fn, {"BLOCK": 2048}, warps)
+        print(fn.__name__, usage)
         assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
 
 
@@ -316,9 +372,9 @@ def test_canon_forward_kernels_read_and_write_whole_vectors():
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
 def test_strip_backwards_pipeline_their_loads_when_asked():
-    """``BWD_STAGES`` > 1 makes the strip loops of every backward kernel copy their rows
-    asynchronously (LDGSTS) with no spill, and 1 keeps plain loads — the knob does what it says
-    (its speed is measured on a GPU, docs/PERFORMANCE.md)."""
+    """More than 1 pipeline stage (``BWD_STAGES``, ``FUSED_BWD_STAGES``) makes the strip loop of
+    every backward kernel copy its rows asynchronously (LDGSTS) with no spill, and 1 keeps plain
+    loads — the knob does what it says (its speed is measured on a GPU, docs/PERFORMANCE.md)."""
     from playground.kernels import canon_triton as m
 
     kernels = [(m._bwd_kernel, {"BC": m.BWD_BLOCK_C}), (m._glu_bwd_kernel, {"BC": m.GLU_BWD_BLOCK_C}),
@@ -352,6 +408,17 @@ def test_canon_triton_gpu_matches_reference(width, dtype, act, residual, bias):
     op = canon_kernel()
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare(op, "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("shape", [(2, 2048, 1536, 16), (2, 2048, 1024, 16), (1, 77, 1000, 8), (1, 1, 1536, 16)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gated_norm_gpu_matches_reference(shape, dtype):
+    """Mamba2's gated norm at 12L768D's and 12L512D's inner widths, a ragged one, one row."""
+    from playground.kernels import gated_norm_kernel
+
+    compare_gated_norm(gated_norm_kernel(), "cuda", dtype, shape, 2e-2 if dtype == torch.bfloat16 else 1e-4)
 
 
 @pytest.mark.gpu

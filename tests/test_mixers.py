@@ -22,7 +22,7 @@ from playground.mixers import scan
 from playground.mixers.attention import AttentionConfig
 from playground.mixers.gated_deltanet import GDNConfig
 from playground.mixers.gla import GLAConfig
-from playground.mixers.mamba2 import Mamba2Config
+from playground.mixers.mamba2 import Mamba2, Mamba2Config
 from playground.model import build_model
 from playground.run.train import run
 
@@ -348,7 +348,7 @@ def test_canon_ab_places_one_canon_a_and_b():
 @pytest.mark.parametrize("cls,key,value", [
     (GLAConfig, "conv", "conv2d"), (GLAConfig, "backend", "cuda"), (GLAConfig, "heads", 0),
     (Mamba2Config, "conv", "canon_c"), (Mamba2Config, "state", 0),
-    (Mamba2Config, "autotune", "none"), (Mamba2Config, "fused_norm", True), (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
+    (Mamba2Config, "autotune", "none"), (Mamba2Config, "norm_backend", "fused"), (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
     (GDNConfig, "heads", 0), (GDNConfig, "chunk", 0), (GDNConfig, "expand_v", 0.0)])
 def test_bad_mixer_values_name_the_key(cls, key, value):
     with pytest.raises(ConfigError, match=f"model.mixer.{key}"):
@@ -360,16 +360,24 @@ def test_bad_values_in_a_composed_config_name_the_key():
         to_objects(compose(["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.conv=c1"]))
 
 
+def test_mamba2_norm_backend_triton_is_never_silently_the_reference():
+    """Asked for by name, the Triton gated norm fails where it cannot run (here: the CPU), naming
+    the key, instead of computing the PyTorch path."""
+    mixer = Mamba2(32, 16, Mamba2Config(heads=2, state=16, norm_backend="triton"), CanonConfig(positions=""))
+    with pytest.raises(RuntimeError, match="model.mixer.norm_backend=triton"):
+        mixer(torch.randn(1, 8, 32))
+
+
 def test_a_mamba2_record_leaves_out_how_it_computes():
-    """The kernel choices (backend, autotune, chunk, fused_norm) compute the same model: a run's
+    """The kernel choices (backend, autotune, chunk, norm_backend) compute the same model: a run's
     record of its architecture leaves them out, so the report puts such runs in one cell."""
     from playground.run.rundir import run_record
 
     cfg = to_objects(compose(["task=depo_tiny", "model=mamba2", "mixer=mamba2", "canon=none",
-                              "model.mixer.backend=mamba_ssm", "model.mixer.fused_norm=true"]))
+                              "model.mixer.backend=mamba_ssm", "model.mixer.norm_backend=triton"]))
     arch = run_record(cfg)["arch"]
     assert arch["mixer"] == "mamba2" and arch["state"] == 64 and arch["norm_eps"] == 1e-5
-    assert not {"backend", "autotune", "chunk", "fused_norm"} & set(arch)
+    assert not {"backend", "autotune", "chunk", "norm_backend"} & set(arch)
 
 
 def test_shapes_that_do_not_divide_name_the_key():
@@ -447,7 +455,7 @@ def test_the_ssd_kernel_call_keeps_the_compiled_graph_whole(fake_mamba_ssm, recw
     the GPU idle 44 % of the time with the graph broken around every SSD call, after a trace through
     the cached kernel check and autotune restriction). The stand-in kernel is plain torch, so any
     break would be ours."""
-    fake_mamba_ssm("import selective_scan_cuda\n", kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, D, seq_idx):\n"
+    fake_mamba_ssm("import selective_scan_cuda\n", kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, seq_idx):\n"
                                           "    return x * dt[..., None] + c.sum(-1, keepdim=True)\n")
 
     def forward(x, dt, a, bm, cm):  # as Mamba2's: the backend is chosen, then called
@@ -507,6 +515,18 @@ def test_restricted_autotune_keeps_the_cheapest_configs():
     configs = [cfg(w, s, bk) for bk in (32, 64) for w in (1, 2, 4, 8) for s in (2, 3, 4)]
     kept = fast._keep(configs, 2)
     assert [(c.num_warps, c.num_stages, c.kwargs["BK"]) for c in kept] == [(4, 2, 32), (4, 2, 64)]
+
+
+def test_restricted_autotune_takes_the_config_tuned_on_a_hopper(monkeypatch):
+    """A kernel named in TUNED keeps only its fully tuned configuration (nothing left to time);
+    one whose tuned configuration this version does not offer keeps the two cheapest."""
+    cfg = lambda w, s, bk: SimpleNamespace(num_warps=w, num_stages=s, kwargs={"BK": bk, "BN": 64})
+    configs = [cfg(w, s, bk) for bk in (32, 64) for w in (2, 4, 8) for s in (2, 3, 4)]
+    monkeypatch.setitem(fast.TUNED, "k", ({"BK": 64, "BN": 64}, 8, 4))
+    assert [(c.num_warps, c.num_stages, c.kwargs["BK"]) for c in fast._keep(configs, 2, "k")] == [(8, 4, 64)]
+    monkeypatch.setitem(fast.TUNED, "k", ({"BK": 128}, 4, 4))  # not offered by this version
+    got = [(c.num_warps, c.num_stages, c.kwargs["BK"]) for c in fast._keep(configs, 2, "k")]
+    assert got == [(4, 2, 32), (4, 2, 64)]
 
 
 PRESET_RUNS = [

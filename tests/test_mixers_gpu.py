@@ -194,14 +194,16 @@ def _module_pair(kind: str, backend: str, canon: str, **fast_cfg):
     pytest.param("mamba2", "fla", "", {}, marks=[needs("fla"), pytest.mark.skipif(
         not fast.fla_gated_backward_ok(), reason="fla refuses the gated backward here (fla #640)")]),
     pytest.param("mamba2", "mamba_ssm", "B", {}, marks=needs("mamba_ssm")),
-    pytest.param("mamba2", "mamba_ssm", "", {"fused_norm": True}, marks=needs("mamba_ssm")),
+    pytest.param("mamba2", "torch", "", {"norm_backend": "triton"}),
+    pytest.param("mamba2", "mamba_ssm", "", {"norm_backend": "triton"}, marks=needs("mamba_ssm")),
     pytest.param("gdn", "fla", "", {}, marks=[needs("fla"), NO_GATED_BACKWARD]),
     pytest.param("gdn", "fla", "B", {}, marks=[needs("fla"), NO_GATED_BACKWARD]),
 ])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, fast_cfg, dtype):
     """Whole mixers at 12L768D width: outputs, input and weight gradients, fp32 and bf16 autocast
-    (Mamba2 on mamba_ssm also with D and the gated norm in its kernels, ``fused_norm``)."""
+    (Mamba2 also with the D skip and gated norm in ``playground::gated_norm``, ``norm_backend=triton``,
+    beside the PyTorch SSD and beside mamba_ssm's)."""
     ref, fast_mod = _module_pair(kind, backend, canon, **fast_cfg)
     x = torch.randn(2, 2048, 768, device="cuda")
     dout = torch.randn_like(x)

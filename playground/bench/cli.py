@@ -76,7 +76,8 @@ def cmd_train(args: Args) -> None:
     data = _data(args)
     variants = [args.overrides + v.split() for v in (args.list("compare", "|") or [""])]
     counts = args.ints("copies", minimum=1)
-    results = [shared_train_speed(v, c, args.int("steps", 1), args.int("warmup"), data)
+    isolate = len(variants) * len(counts) > 1  # each config of a comparison in a fresh process
+    results = [shared_train_speed(v, c, args.int("steps", 1), args.int("warmup"), data, isolate)
                for v in variants for c in counts]
     base, alone = results[0]["step_s"], results[0]["tokens_per_s"]
     for r in results:

@@ -164,13 +164,17 @@ def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int,
 
 
 def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmup: int = 5,
-                       data: str = "fixed") -> dict:
+                       data: str = "fixed", isolate: bool = False) -> dict:
     """``copies`` processes training the same config at once on one device, as the runs of a
     local sweep that share a GPU (``per_gpu``): their total tokens/s (and MFU), each copy's, and
     ``overlap``, the share of the timed steps that all copies ran together (they start them at a
     barrier after their warm-ups; near 1 means the total is a true concurrent throughput). Under
-    CUDA MPS the copies' kernels may run side by side; without it the GPU time-slices them."""
-    if copies == 1:
+    CUDA MPS the copies' kernels may run side by side; without it the GPU time-slices them.
+    ``isolate``: a single copy too in a process of its own, so that a config timed after others
+    shares no compiled frames, CUDA graph pools or cached memory with them (in one process, Mamba2
+    with CUDA graphs read 114–119 ms a step after Llama and 105 ms before it; in processes of its
+    own, after Llama's, 110–111 ms: H200, 2026-11-26, docs/PERFORMANCE.md)."""
+    if copies == 1 and not isolate:
         return {**train_speed(overrides, steps, warmup, data), "copies": 1, "overlap": 1.0}
     to_objects(compose([*BENCH_DEFAULTS, *overrides]))  # a bad override fails here, before any copy starts
     import multiprocessing

@@ -28,6 +28,7 @@ def _load(module: str, name: str):
 _CANON = _load("canon_triton", "canon_conv")
 _CANON_GLU = _load("canon_triton", "canon_glu")
 _CANON_ROPE = _load("canon_triton", "canon_rope")
+_GATED_NORM = _load("gated_norm_triton", "gated_norm")
 
 
 def _causal_conv1d():
@@ -56,6 +57,11 @@ def canon_glu_kernel():
 def canon_rope_kernel():
     """Canon-B fused with the q/k/v head split and RoPE (``playground::canon_rope``), or None."""
     return _CANON_ROPE
+
+
+def gated_norm_kernel():
+    """Mamba2's D skip, SiLU gate and RMSNorm in one op (``playground::gated_norm``), or None."""
+    return _GATED_NORM
 
 
 def causal_conv1d_kernel():

@@ -40,10 +40,11 @@ BWD_BLOCK_T, BWD_BLOCK_C, BWD_WARPS = 8, 128, 4
 BWD_PROGRAMS_PER_SM = 1
 BWD_MIN_STRIP = 4 * BWD_BLOCK_T  # but keep every strip at least this many rows long
 # Software pipelining of the strip loop: with more than 1 stage Triton copies the rows of the next
-# chunks asynchronously (cp.async through shared memory) while a chunk computes. The backward is
-# bound by load latency rather than bandwidth (2–5× its memory floor whatever the tile, docs/
-# PERFORMANCE.md); whether this hides it is not yet measured, so 1 (no pipelining) stays.
-BWD_STAGES = 1
+# chunks asynchronously (cp.async through shared memory) while a chunk computes. The plain
+# backward is bound by load latency (2–5× its memory floor whatever the tile): 4 stages cut it by
+# 9–37 % at the widths of the paper's models and Mamba2's short conv on an H200 (3 about as much);
+# the fused SwiGLU and RoPE backwards get slower with any pipelining (docs/bench/2026-11-26-h200-mamba/).
+BWD_STAGES, FUSED_BWD_STAGES = 4, 1
 
 
 @triton.jit
@@ -248,7 +249,7 @@ def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: tor
     """Gradients (dx, dw, db) of :func:`canon_conv` (db is zeros when there is no bias)."""
     c = x.shape[2]
     return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, triton.cdiv(c, BWD_BLOCK_C), c, BWD_BLOCK_C,
-                           BC=BWD_BLOCK_C)
+                           BC=BWD_BLOCK_C, STAGES=BWD_STAGES)
 
 
 def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size: int, block_c: int,
@@ -266,7 +267,7 @@ def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
     kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
                                    splits, strip, *extra, K=k, HAS_BIAS=bias is not None, ACT=act,
-                                   RESIDUAL=residual, BT=BWD_BLOCK_T, STAGES=BWD_STAGES, num_warps=BWD_WARPS,
+                                   RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS,
                                    **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db
@@ -421,7 +422,7 @@ def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torc
     """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
     h = u.shape[2] // 2
     return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BWD_BLOCK_C), h,
-                           GLU_BWD_BLOCK_C, BC=GLU_BWD_BLOCK_C)
+                           GLU_BWD_BLOCK_C, BC=GLU_BWD_BLOCK_C, STAGES=FUSED_BWD_STAGES)
 
 
 @canon_glu_bwd.register_fake
@@ -598,7 +599,8 @@ def canon_rope_bwd(dout: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: t
     """Gradients (du, dw, db) of :func:`canon_rope` (db is zeros when there is no bias)."""
     blocks = _rope_blocks(u, n_heads, 2 * cos.shape[1])
     return _strip_backward(_rope_bwd_kernel, dout, u, w, bias, act, residual, 3 * n_heads, n_heads,
-                           triton.next_power_of_2(blocks["HD"]), extra=(cos, sin, rot_heads, u.shape[0]), **blocks)
+                           triton.next_power_of_2(blocks["HD"]), extra=(cos, sin, rot_heads, u.shape[0]),
+                           STAGES=FUSED_BWD_STAGES, **blocks)
 
 
 @canon_rope_bwd.register_fake

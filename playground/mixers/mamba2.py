@@ -36,10 +36,12 @@ from torch import nn
 
 from playground.errors import check
 from playground.kernels import adapters as fast
+from playground.kernels import gated_norm_kernel
 from playground.layers.canon import Canon, CanonConfig, NoCanon, ShortConv, canon_at
 from playground.mixers import scan
 
 CONVS = ("conv1d", "none")
+NORM_BACKENDS = ("torch", "triton")
 
 
 @dataclass
@@ -54,9 +56,10 @@ class Mamba2Config:
     chunk: int = 64  # chunk length of the chunked SSD (the PyTorch path and mamba_ssm's kernel)
     backend: str = "auto"  # auto (mamba_ssm, else fla, on CUDA) | torch | fla | mamba_ssm
     autotune: str = "restricted"  # restricted | full: Triton autotune space of the kernels
-    # with backend mamba_ssm: the D skip inside its SSD kernel and the gated RMSNorm in its
-    # kernels too, as the reference Mamba2 module (same output; docs/PERFORMANCE.md)
-    fused_norm: bool = False
+    # the D skip, SiLU gate and RMSNorm after the SSD: torch (inductor fuses them under
+    # torch.compile) | triton (one kernel each way, CUDA only; less kernel time in a profile, not
+    # a faster step in side-by-side runs: docs/PERFORMANCE.md). Same output.
+    norm_backend: str = "torch"
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
@@ -69,8 +72,8 @@ class Mamba2Config:
               f"one of {fast.BACKENDS_SSD}")
         check(self.autotune in fast.AUTOTUNE, "model.mixer.autotune", self.autotune,
               f"one of {fast.AUTOTUNE}")
-        check(not self.fused_norm or self.backend == "mamba_ssm", "model.mixer.fused_norm", self.fused_norm,
-              "false unless model.mixer.backend=mamba_ssm (whose kernels it uses)")
+        check(self.norm_backend in NORM_BACKENDS, "model.mixer.norm_backend", self.norm_backend,
+              f"one of {NORM_BACKENDS}")
 
     def tag(self) -> str:
         """``mamba2``, ``mamba2-noconv1d``, plus ``mimetic`` and ``h``/``s``/``e`` for
@@ -138,6 +141,7 @@ class Mamba2(nn.Module):
         b, t, _ = x.shape
         zxbcdt = self.canon_b(self.in_proj(x), seq, x)
         z, xbc, dt = zxbcdt.split([self.inner, self.inner + 2 * self.n, self.heads], dim=-1)
+        # the SiLU apart: inside the conv's kernel its backward took twice as long (docs/PERFORMANCE.md)
         xbc = F.silu(self.conv1d(xbc, seq))
         xs, bm, cm = xbc.split([self.inner, self.n, self.n], dim=-1)
         dt = F.softplus(dt.float() + self.dt_bias)  # [B, T, H]
@@ -145,28 +149,40 @@ class Mamba2(nn.Module):
             dt = dt * seq.valid[..., None]  # padding: no input, no decay
         xs = xs.reshape(b, t, self.heads, self.head_p)  # [B, T, H, P]
         backend = self.backend(xs.is_cuda, seq is not None and seq.cache is not None)
-        if backend == "mamba_ssm" and self.cfg.fused_norm:  # D and the gated norm in its kernels
-            y = self._ssd(xs, dt, bm, cm, seq, backend, self.D).reshape(b, t, self.inner)
-            y = fast.gated_norm_mamba(y, z, self.norm.weight, self.cfg.norm_eps)
+        y = self._ssd(xs, dt, bm, cm, seq, backend)
+        norm = self._norm_kernel(y.is_cuda)
+        if norm is not None:  # the D skip, gate and RMSNorm in one pass each way
+            y = norm(y.reshape(b, t, self.inner), xs.reshape(b, t, self.inner).to(y.dtype), self.D,
+                     z.to(y.dtype), self.norm.weight, self.cfg.norm_eps)
         else:
-            y = self._ssd(xs, dt, bm, cm, seq, backend) + xs * self.D[:, None].to(xs.dtype)
+            y = y + xs * self.D[:, None].to(xs.dtype)
             y = scan.silu_gate_norm(y.reshape(b, t, self.inner), z, self.norm.weight,
                                     self.cfg.norm_eps, gate_first=True)
         return self.canon_o(self.out(y), seq, x)
+
+    def _norm_kernel(self, on_cuda: bool):
+        """``playground::gated_norm`` with ``norm_backend=triton`` (never silently the reference),
+        else None: the PyTorch path."""
+        if self.cfg.norm_backend == "torch":
+            return None
+        kernel = gated_norm_kernel() if on_cuda else None
+        if kernel is None:
+            raise RuntimeError("model.mixer.norm_backend=triton needs triton and a CUDA device")
+        return kernel
 
     def backend(self, on_cuda: bool, stateful: bool = False) -> str:
         """The SSD's path for a pass (``torch``, ``mamba_ssm`` or ``fla``); runs record it."""
         order = ("mamba_ssm", "fla") if fast.fla_gated_backward_ok() else ("mamba_ssm",)
         return fast.pick_backend(self.cfg.backend, on_cuda, stateful, order)
 
-    def _ssd(self, xs, dt, bm, cm, seq, backend: str, skip: torch.Tensor | None = None) -> torch.Tensor:
+    def _ssd(self, xs, dt, bm, cm, seq, backend: str) -> torch.Tensor:
         """The SSD over [B, T, H, P] inputs on ``backend``: a kernel, or the reference with the
-        cache; ``skip`` (D, mamba_ssm only): x·D added inside the kernel."""
+        cache."""
         a = -self.A_log.float().exp()  # [H]
         cache = None if seq is None else seq.cache
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "mamba_ssm":
-            return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets, skip)
+            return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets)
         if backend == "fla":
             return fast.ssd_fla(xs, dt, a, bm, cm, self.cfg.autotune, resets)
         state = None if cache is None else cache.get(self)

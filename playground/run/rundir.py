@@ -186,7 +186,7 @@ def git_dirty() -> bool | None:
 
 # -- what a run is ---------------------------------------------------------------------------
 
-HOW = ("name", "backend", "autotune", "chunk", "fused_norm")  # mixer fields that choose how, not what, to compute
+HOW = ("name", "backend", "autotune", "chunk", "norm_backend")  # mixer fields that choose how, not what, to compute
 CANON_FIELDS = ("positions", "residual", "kernel", "activation", "bias", "init", "dynamic", "rank",
                 "group", "after_every_linear")
 

@@ -1,8 +1,8 @@
 """Time every Canon backward kernel over BWD_STAGES (software pipelining of the strip loop), with
 the chunk height and warps it may want with it; JSON lines. Written in the thirteenth session
-(2026-11-25) for the next device call: not yet run.
+(2026-11-25); run in the fourteenth session's first hold (2026-11-26, stagetune.jsonl).
 
-Run from the repository root on a GPU: python3 docs/bench/next/stagetune.py > stagetune.jsonl
+Run from the repository root on a GPU: python3 docs/bench/2026-11-26-h200-mamba/stagetune.py > stagetune.jsonl
 Shapes: the mini recipe (64 × 512) and 12L768D at 16 × 2048: the plain kernel at Canon-A/C, B and
 D's widths, Canon-D + SwiGLU, Canon-B + full RoPE, and Mamba2's short conv (bias, no residual).
 Default Canon layer: no bias, no activation, residual; bf16 activations, fp32 taps (as in a model).
@@ -16,7 +16,7 @@ from triton.testing import do_bench
 
 from playground.kernels import canon_triton as ct
 
-NAMES = ("BWD_STAGES", "BWD_BLOCK_T", "BWD_WARPS", "BWD_MIN_STRIP")
+NAMES = ("BWD_STAGES", "FUSED_BWD_STAGES", "BWD_BLOCK_T", "BWD_WARPS", "BWD_MIN_STRIP")
 saved = {k: getattr(ct, k) for k in NAMES}
 SHAPES = {"mini": (64, 512, 512), "12L768D": (16, 2048, 768)}
 GRID = list(itertools.product((1, 2, 3, 4), (8, 16), (4, 8)))  # stages, chunk rows, warps
@@ -53,7 +53,8 @@ for name, (b, t, d) in SHAPES.items():
     for kind, elems, fn in cases:
         floor = round(2 * elems / BANDWIDTH * 1e6, 1)
         for stages, rows, warps in GRID:
-            ct.BWD_STAGES, ct.BWD_BLOCK_T, ct.BWD_WARPS, ct.BWD_MIN_STRIP = stages, rows, warps, 4 * rows
+            ct.BWD_BLOCK_T, ct.BWD_WARPS, ct.BWD_MIN_STRIP = rows, warps, 4 * rows
+            ct.BWD_STAGES = ct.FUSED_BWD_STAGES = stages  # one constant for all three when it ran
             try:
                 us = timed(fn)
             except Exception as e:  # a launch that does not fit (shared memory): say so, go on
