@@ -223,7 +223,8 @@ def test_gated_norm_interpreter_matches_reference():
 def mamba2_on_mamba_ssm_matches_torch():
     """The Mamba2 mixer on mamba_ssm's SSD and on our gated norm (``norm_backend=triton``) against
     the PyTorch path: output and every gradient, fp32; then the SSD adapter alone with isolated
-    packed examples, every input's gradient. Run
+    packed examples, every input's gradient, with x, B and C contiguous and as column slices of
+    one tensor (as Mamba2 passes them). Run
     under the interpreter on the CPU: the CUDA-only calls of mamba_ssm's wrappers stubbed, the
     backend choice let through, autotuning cut to one configuration (nothing to time)."""
     import contextlib
