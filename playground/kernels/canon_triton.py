@@ -267,8 +267,7 @@ def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
     kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
                                    splits, strip, *extra, K=k, HAS_BIAS=bias is not None, ACT=act,
-                                   RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS,
-                                   **meta)
+                                   RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS, **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db
 

@@ -148,8 +148,7 @@ class Mamba2(nn.Module):
         if seq is not None and seq.valid is not None:
             dt = dt * seq.valid[..., None]  # padding: no input, no decay
         xs = xs.reshape(b, t, self.heads, self.head_p)  # [B, T, H, P]
-        backend = self.backend(xs.is_cuda, seq is not None and seq.cache is not None)
-        y = self._ssd(xs, dt, bm, cm, seq, backend)
+        y = self._ssd(xs, dt, bm, cm, seq)
         norm = self._norm_kernel(y.is_cuda)
         if norm is not None:  # the D skip, gate and RMSNorm in one pass each way
             y = norm(y.reshape(b, t, self.inner), xs.reshape(b, t, self.inner).to(y.dtype), self.D,
@@ -175,11 +174,11 @@ class Mamba2(nn.Module):
         order = ("mamba_ssm", "fla") if fast.fla_gated_backward_ok() else ("mamba_ssm",)
         return fast.pick_backend(self.cfg.backend, on_cuda, stateful, order)
 
-    def _ssd(self, xs, dt, bm, cm, seq, backend: str) -> torch.Tensor:
-        """The SSD over [B, T, H, P] inputs on ``backend``: a kernel, or the reference with the
-        cache."""
+    def _ssd(self, xs, dt, bm, cm, seq) -> torch.Tensor:
+        """The SSD over [B, T, H, P] inputs: a kernel, or the reference with the cache."""
         a = -self.A_log.float().exp()  # [H]
         cache = None if seq is None else seq.cache
+        backend = self.backend(xs.is_cuda, cache is not None)
         resets = scan.resets_from_segments(None if seq is None else seq.segments)
         if backend == "mamba_ssm":
             return fast.ssd_mamba(xs, dt, a, bm, cm, self.cfg.chunk, self.cfg.autotune, resets)
