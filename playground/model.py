@@ -47,9 +47,9 @@ class Block(nn.Module):
             self.mlp = MoE(d, cfg.moe_experts) if cfg.mlp == "moe" else MLP(d, cfg.mlp, cfg.canon)
 
     def forward(self, x: torch.Tensor, seq: Seq | None = None) -> torch.Tensor:
-        x = x + self.mixer(self.canon_a(self.norm1(x), seq), seq)
+        x = x + self.mixer(self.canon_a.normed(self.norm1, x, seq), seq)
         if self.mlp is not None:
-            x = x + self.mlp(self.canon_c(self.norm2(x), seq), seq)
+            x = x + self.mlp(self.canon_c.normed(self.norm2, x, seq), seq)
         return x
 
 

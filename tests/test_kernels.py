@@ -156,22 +156,62 @@ def test_canon_rope_interpreter_matches_reference(chunks):
                     "    t.compare_rope(m.canon_rope, 'cpu', torch.float32, case, act, res, bias, 1e-5)\n")
 
 
+# Canon-A/C fused with the RMSNorm before it: the Canon cases, the residual stream in fp32 (as
+# under autocast) or in the activations' dtype, the output in either
+def norm_canon_reference(x, nw, w, b, act, residual, eps=1e-5):
+    return reference(torch.nn.functional.rms_norm(x, (x.shape[-1],), nw, eps), w, b, act, residual)
+
+
+def compare_norm_canon(op, device, dtype, shape, act, residual, bias, tol, out_dtype=None, seed=0):
+    """``op`` (:func:`playground.kernels.norm_canon_triton.norm_canon`) and its gradients (x, the
+    norm's weight, taps, bias) against RMSNorm then Canon, on rows of unequal scale, a norm weight
+    away from 1, output in ``out_dtype`` (default: x's)."""
+    b_, t, c, k = shape
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    x = (torch.randn(b_, t, c, generator=g) * torch.rand(b_, t, 1, generator=g) * 4).to(device, dtype).requires_grad_()
+    nw = (1 + torch.randn(c, generator=g) / 2).to(device).requires_grad_()
+    w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
+    bb = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
+    gy = torch.randn(b_, t, c, generator=g).to(device, out_dtype or dtype)
+    inputs = [x, nw, w] + ([bb] if bias else [])
+    assert_same(lambda *v: op(v[0], v[1], v[2], v[3] if bias else None, 1e-5, act, residual, out_dtype or dtype),
+                lambda *v: norm_canon_reference(v[0], v[1], v[2], v[3] if bias else None, act, residual),
+                inputs, gy, tol)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+@pytest.mark.parametrize("rows", ["one_row_chunks_in_strips", "whole_sequences"])
+def test_norm_canon_interpreter_matches_reference(rows):
+    """y, dx, the norm weight's, taps' and bias's gradients in fp32 for every Canon case: chunks of
+    one row in strips of 3 rows (or several rows, whole sequences)."""
+    few = rows.startswith("one_row")
+    run_interpreted("from playground.kernels import norm_canon_triton as m\n"
+                    + ("m.FWD_ELEMS = m.BWD_ELEMS = 1\nm.BWD_MIN_STRIP = 3\n" if few else "m.BWD_MIN_STRIP = 10**6\n")
+                    + "for shape, act, res, bias in t.CASES:\n"
+                    "    t.compare_norm_canon(m.norm_canon, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
+
+
 def fused_reads_match_torch():
-    """Attention with Canon-B (full, quarter, half-heads RoPE, NoPE) and the SwiGLU MLP with
-    Canon-D, their fused kernels forced onto the CPU, against backend=torch: output and every
-    gradient. (The wiring: head layout, RoPE tables, rotated heads.)"""
-    from playground.kernels import canon_triton
+    """Attention with Canon-B (full, quarter, half-heads RoPE, NoPE), the SwiGLU MLP with Canon-D
+    and a whole block (Canon-A and C with their norms), their fused kernels forced onto the CPU,
+    against backend=torch: output and every gradient. (The wiring: head layout, RoPE tables,
+    rotated heads, which norm feeds which Canon layer.)"""
+    from playground.config import ModelConfig
+    from playground.kernels import canon_triton, norm_canon_triton
     from playground.layers import canon
     from playground.layers.mlp import MLP
     from playground.mixers.attention import Attention, AttentionConfig
+    from playground.model import Block
 
     canon.pick_kernel = lambda cfg, x, find, fusion=None: None if cfg.backend == "torch" else find()
     canon.canon_rope_kernel = lambda: canon_triton.canon_rope
     canon.canon_glu_kernel = lambda: canon_triton.canon_glu
     canon.canon_kernel = lambda: canon_triton.canon_conv
+    canon.norm_canon_kernel = lambda: norm_canon_triton.norm_canon
     x = torch.randn(2, 21, 48, requires_grad=True)
+    block = lambda cc: Block(ModelConfig(d_model=48, head_dim=12, mixer=AttentionConfig(), canon=cc))  # noqa: E731
     for make in [lambda cc, f=f, h=h: Attention(48, 12, AttentionConfig(rope_fraction=f, rope_heads=h), cc)
-                 for f, h in [(1.0, 1.0), (0.34, 1.0), (1.0, 0.5), (0.0, 1.0)]] + [lambda cc: MLP(48, "swiglu", cc)]:
+                 for f, h in [(1.0, 1.0), (0.34, 1.0), (1.0, 0.5), (0.0, 1.0)]] + [lambda cc: MLP(48, "swiglu", cc), block]:
         outs = []
         for backend in ("fused", "torch"):
             torch.manual_seed(0)
@@ -290,10 +330,11 @@ INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B", "SY", "SX"
 FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin", "D", "DD"}
 
 
-def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
+def hopper_usage(fn, constexprs: dict, warps: int, fp32: tuple[str, ...] = ()) -> collections.Counter:
     """Compile a Canon kernel for sm_90 (bf16 activations, fp32 taps) without a GPU, specialised
     as a launch specialises it (pointers 16-byte aligned, T, C and H multiples of 16), and read
-    its resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships,
+    its resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships
+    (``fp32``: pointer arguments of fp32 activations, e.g. the residual stream under autocast),
     and how many global loads and stores of each width its machine code has (``LDG.E.128``: 16
     bytes at once; ``LDG.E.U16``: one bf16; ``LDGSTS``: an asynchronous copy to shared memory)."""
     import triton
@@ -301,7 +342,7 @@ def hopper_usage(fn, constexprs: dict, warps: int) -> collections.Counter:
     from triton.compiler import ASTSource
 
     sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS else "fp32" if p.name == "eps"
-           else "*fp32" if p.name in FP32_ARGS else "*bf16" for p in fn.params}
+           else "*fp32" if p.name in FP32_ARGS or p.name in fp32 else "*bf16" for p in fn.params}
     attrs = {(i,): [["tt.divisibility", 16]] for i, p in enumerate(fn.params)
              if not p.is_constexpr and (sig[p.name].startswith("*") or p.name in ("T", "C", "H", "SY", "SX", "SZ"))}
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
@@ -351,6 +392,23 @@ def test_gated_norm_kernels_compile_for_hopper_without_spills():
     for fn, warps in [(m._fwd_kernel, m.FWD_WARPS), (m._bwd_kernel, m.BWD_WARPS)]:
         usage = hopper_usage(fn, {"BLOCK": 2048}, warps)
         print(fn.__name__, usage)
+        assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+@pytest.mark.parametrize("width", [512, 768])
+def test_norm_canon_kernels_compile_for_hopper_without_spills(width):
+    """Canon-A/C fused with RMSNorm holds whole rows (the paper's widths: 512- and 1,024-lane
+    blocks) in registers, the residual stream and its gradient in fp32: no spill on sm_90."""
+    from playground.kernels import norm_canon_triton as m
+
+    block = 1 << (width - 1).bit_length()
+    kernels = [(m._fwd_kernel, {"BT": m._rows_per(m.FWD_ELEMS, block)}, m.FWD_WARPS),
+               (m._bwd_kernel, {"BT": m._rows_per(m.BWD_ELEMS, block), "STAGES": m.BWD_STAGES}, m.BWD_WARPS)]
+    for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, "BC": block, **shape},
+                             warps, fp32=("X", "NW", "DX", "DNW"))
+        print(fn.__name__, act, residual, bias, shape, usage)
         assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
 
 
@@ -433,6 +491,42 @@ def test_canon_glu_gpu_matches_reference(width, dtype, act, residual, bias):
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare_glu(canon_glu_kernel(), "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
     compare_glu(canon_glu_kernel(), "cuda", dtype, (1, 77, width, 4), act, residual, bias, tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("width", [512, 768, 1000])  # d at the paper's sizes; a ragged one
+@pytest.mark.parametrize("dtype,out_dtype", [(torch.float32, torch.bfloat16), (torch.bfloat16, torch.bfloat16),
+                                             (torch.float32, torch.float32)], ids=["autocast", "bf16", "fp32"])
+@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
+def test_norm_canon_gpu_matches_reference(width, dtype, out_dtype, act, residual, bias):
+    """Canon-A/C with its RMSNorm; "autocast": the fp32 residual stream in, bf16 out."""
+    from playground.kernels import norm_canon_kernel
+
+    tol = 2e-2 if torch.bfloat16 in (dtype, out_dtype) else 1e-4
+    for shape in [(2, 2048, width, 4), (1, 77, width, 4), (3, 1, width, 4)]:
+        compare_norm_canon(norm_canon_kernel(), "cuda", dtype, shape, act, residual, bias, tol, out_dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_block_with_fused_canon_compiles_whole_under_autocast():
+    """A block with Canon-ABCD on its fused kernels (Canon-A/C with the norm reads the autocast
+    dtype) compiles as one graph under bf16 autocast, and equals the eager block."""
+    from playground.config import ModelConfig
+    from playground.mixers.attention import AttentionConfig
+    from playground.model import Block
+
+    torch.manual_seed(0)
+    block = Block(ModelConfig(d_model=256, head_dim=64, mixer=AttentionConfig(), canon=CanonConfig(positions="ABCD",
+                                                                                                    backend="fused")))
+    block = block.cuda()
+    x = torch.randn(2, 128, 256, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        want = block(x)
+        got = torch.compile(block, fullgraph=True)(x)
+    assert got.dtype == want.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.gpu
@@ -541,7 +635,8 @@ def test_canon_backends_on_the_cpu():
 
 def test_each_backend_runs_the_fusions_it_names(monkeypatch):
     """Which kernel each backend picks on CUDA: auto fuses Canon-B with the head split and RoPE
-    only where RoPE turns every dim of every head (the measured win), fused every fusion (also
+    only where RoPE turns every dim of every head (the measured win) and Canon-A/C with their
+    norm, fused every fusion (also
     partial RoPE, NoPE and Canon-D + SwiGLU), triton none; torch never a kernel. Attention asks for
     the whole-head fusion exactly when its rotation covers whole heads."""
     from types import SimpleNamespace
@@ -552,11 +647,11 @@ def test_each_backend_runs_the_fusions_it_names(monkeypatch):
 
     cuda = SimpleNamespace(is_cuda=True)
     picked = {b: {f: canon.pick_kernel(CanonConfig(backend=b), cuda, lambda: "kernel", f) is not None
-                  for f in (None, "rope", "rope_partial", "glu")} for b in ("auto", "triton", "fused", "torch")}
-    assert picked == {"auto": {None: True, "rope": True, "rope_partial": False, "glu": False},
-                      "triton": {None: True, "rope": False, "rope_partial": False, "glu": False},
-                      "fused": {None: True, "rope": True, "rope_partial": True, "glu": True},
-                      "torch": {None: False, "rope": False, "rope_partial": False, "glu": False}}
+                  for f in (None, "rope", "rope_partial", "glu", "norm")} for b in ("auto", "triton", "fused", "torch")}
+    assert picked == {"auto": {None: True, "rope": True, "rope_partial": False, "glu": False, "norm": True},
+                      "triton": {None: True, "rope": False, "rope_partial": False, "glu": False, "norm": False},
+                      "fused": {None: True, "rope": True, "rope_partial": True, "glu": True, "norm": True},
+                      "torch": {None: False, "rope": False, "rope_partial": False, "glu": False, "norm": False}}
     asked = []
     monkeypatch.setattr(canon, "pick_kernel", lambda cfg, x, find, fusion=None: asked.append(fusion))
     for fraction, heads in [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)]:

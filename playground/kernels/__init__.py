@@ -28,6 +28,7 @@ def _load(module: str, name: str):
 _CANON = _load("canon_triton", "canon_conv")
 _CANON_GLU = _load("canon_triton", "canon_glu")
 _CANON_ROPE = _load("canon_triton", "canon_rope")
+_NORM_CANON = _load("norm_canon_triton", "norm_canon")
 _GATED_NORM = _load("gated_norm_triton", "gated_norm")
 
 
@@ -57,6 +58,11 @@ def canon_glu_kernel():
 def canon_rope_kernel():
     """Canon-B fused with the q/k/v head split and RoPE (``playground::canon_rope``), or None."""
     return _CANON_ROPE
+
+
+def norm_canon_kernel():
+    """Canon-A/C fused with the RMSNorm before them (``playground::norm_canon``), or None."""
+    return _NORM_CANON
 
 
 def gated_norm_kernel():

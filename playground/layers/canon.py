@@ -31,6 +31,7 @@ from playground.kernels import (
     canon_rope_kernel,
     causal_conv1d_kernel,
     dynamic_canon_kernel,
+    norm_canon_kernel,
 )
 
 __all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "canon_at"]
@@ -76,12 +77,13 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 NAMED_BACKENDS = {"triton": "triton", "fused": "triton", "causal_conv1d": "the causal-conv1d package"}
-# The fused kernels (a Canon layer that also does its reader's work) each backend runs; the others
-# run the plain Canon kernel. auto: Canon-B with the head split and RoPE where RoPE turns every dim
-# of every head (``Rotary.whole``) — faster than the plain kernel with RoPE apart; with a partial
-# rotation its backward is slower, without one it is not measured (docs/PERFORMANCE.md). fused:
-# every fusion (the least memory: Canon-D + SwiGLU keeps no output).
-FUSIONS = {"auto": ("rope",), "fused": ("rope", "rope_partial", "glu")}
+# The fused kernels (a Canon layer that also does its reader's or its feeder's work) each backend
+# runs; the others run the plain Canon kernel. auto: Canon-B with the head split and RoPE where
+# RoPE turns every dim of every head (``Rotary.whole``) — faster than the plain kernel with RoPE
+# apart; with a partial rotation its backward is slower, without one it is not measured — and
+# Canon-A/C with the RMSNorm before them (docs/PERFORMANCE.md). fused: every fusion (the least
+# memory: Canon-D + SwiGLU keeps no output).
+FUSIONS = {"auto": ("rope", "norm"), "fused": ("rope", "rope_partial", "glu", "norm")}
 
 
 def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find, fusion: str | None = None):
@@ -133,8 +135,13 @@ def causal_conv_segmented(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
 
 
 class CanonReads:
-    """How the layer after Canon-D or Canon-B reads its output; a Canon layer with a kernel that
-    fuses the read into its own pass overrides these."""
+    """How the layer after Canon-D or Canon-B reads its output, and how Canon-A or C reads the
+    norm before it; a Canon layer with a kernel that fuses the read into its own pass overrides
+    these."""
+
+    def normed(self, norm: nn.Module, x: torch.Tensor, seq=None) -> torch.Tensor:
+        """The layer on ``norm(x)`` (Canon-A and C on the block's pre-norm)."""
+        return self(norm(x), seq)
 
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """SwiGLU's silu(gate) · up of the output's two halves (the MLP reading Canon-D)."""
@@ -185,6 +192,17 @@ class Canon(CanonReads, nn.Module):
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         return super().glu(x, seq, h)
+
+    def normed(self, norm: nn.Module, x: torch.Tensor, seq=None) -> torch.Tensor:
+        """On a full sequence the fused kernel does the RMSNorm and the layer in one pass (the
+        norm's output is never written) and writes its output in the autocast dtype, which the
+        projection reading it would cast to anyway."""
+        if seq is None and (kernel := pick_kernel(self.cfg, x, norm_canon_kernel, "norm")) is not None:
+            out = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else x.dtype
+            eps = torch.finfo(x.dtype).eps if norm.eps is None else norm.eps
+            return kernel(x.contiguous(), norm.weight, self.weight, self.bias, eps, self.cfg.activation == "silu",
+                          self.cfg.residual, out)
+        return super().normed(norm, x, seq)
 
     def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
         if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, "rope" if rotary.whole else "rope_partial")) is None:
