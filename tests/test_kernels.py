@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from playground.layers.canon import CanonConfig, causal_conv
+from playground.layers.norms import rms_scale
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 # (B, T, C, K) × act × residual × bias: T and C not multiples of the blocks, B = 1, K = 1..4
@@ -163,9 +164,10 @@ def norm_canon_reference(x, nw, w, b, act, residual, eps=1e-5):
 
 
 def compare_norm_canon(op, device, dtype, shape, act, residual, bias, tol, out_dtype=None, seed=0):
-    """``op`` (:func:`playground.kernels.norm_canon_triton.norm_canon`) and its gradients (x, the
-    norm's weight, taps, bias) against RMSNorm then Canon, on rows of unequal scale, a norm weight
-    away from 1, output in ``out_dtype`` (default: x's)."""
+    """``op`` (:func:`playground.kernels.norm_canon_triton.norm_canon`, given the norm's scale as
+    the layer computes it) and its gradients (x — also through that scale —, the norm's weight,
+    taps, bias) against RMSNorm then Canon, on rows of unequal scale, a norm weight away from 1,
+    output in ``out_dtype`` (default: x's)."""
     b_, t, c, k = shape
     g = torch.Generator().manual_seed(seed + sum(shape))
     x = (torch.randn(b_, t, c, generator=g) * torch.rand(b_, t, 1, generator=g) * 4).to(device, dtype).requires_grad_()
@@ -174,20 +176,20 @@ def compare_norm_canon(op, device, dtype, shape, act, residual, bias, tol, out_d
     bb = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
     gy = torch.randn(b_, t, c, generator=g).to(device, out_dtype or dtype)
     inputs = [x, nw, w] + ([bb] if bias else [])
-    assert_same(lambda *v: op(v[0], v[1], v[2], v[3] if bias else None, 1e-5, act, residual, out_dtype or dtype),
+    assert_same(lambda *v: op(v[0], rms_scale(v[0], 1e-5), v[1], v[2], v[3] if bias else None, act, residual,
+                              out_dtype or dtype),
                 lambda *v: norm_canon_reference(v[0], v[1], v[2], v[3] if bias else None, act, residual),
                 inputs, gy, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
-@pytest.mark.parametrize("rows", ["one_row_chunks_in_strips", "whole_sequences"])
-def test_norm_canon_interpreter_matches_reference(rows):
-    """y, dx, the norm weight's, taps' and bias's gradients in fp32 for every Canon case: chunks of
-    one row in strips of 3 rows (or several rows, whole sequences)."""
-    few = rows.startswith("one_row")
-    run_interpreted("from playground.kernels import norm_canon_triton as m\n"
-                    + ("m.FWD_ELEMS = m.BWD_ELEMS = 1\nm.BWD_MIN_STRIP = 3\n" if few else "m.BWD_MIN_STRIP = 10**6\n")
-                    + "for shape, act, res, bias in t.CASES:\n"
+@pytest.mark.parametrize("chunks", [3, 10**6], ids=["strips_of_3_chunks", "whole_sequences"])
+def test_norm_canon_interpreter_matches_reference(chunks):
+    """y, dx, the norm weight's, taps' and bias's gradients in fp32 for every Canon case, the
+    backward's sequences cut into strips of ``chunks`` chunks (as the plain kernel's test)."""
+    run_interpreted("from playground.kernels import canon_triton as c, norm_canon_triton as m\n"
+                    f"c.BWD_MIN_STRIP = {chunks} * c.BWD_BLOCK_T\n"
+                    "for shape, act, res, bias in t.CASES:\n"
                     "    t.compare_norm_canon(m.norm_canon, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
 
 
@@ -396,18 +398,17 @@ def test_gated_norm_kernels_compile_for_hopper_without_spills():
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
-@pytest.mark.parametrize("width", [512, 768])
-def test_norm_canon_kernels_compile_for_hopper_without_spills(width):
-    """Canon-A/C fused with RMSNorm holds whole rows (the paper's widths: 512- and 1,024-lane
-    blocks) in registers, the residual stream and its gradient in fp32: no spill on sm_90."""
+def test_norm_canon_kernels_compile_for_hopper_without_spills():
+    """Canon-A/C fused with RMSNorm at the plain kernels' tiles, the residual stream and its
+    gradient in fp32: no spill on sm_90."""
+    from playground.kernels import canon_triton as ct
     from playground.kernels import norm_canon_triton as m
 
-    block = 1 << (width - 1).bit_length()
-    kernels = [(m._fwd_kernel, {"BT": m._rows_per(m.FWD_ELEMS, block)}, m.FWD_WARPS),
-               (m._bwd_kernel, {"BT": m._rows_per(m.BWD_ELEMS, block), "STAGES": m.BWD_STAGES}, m.BWD_WARPS)]
+    kernels = [(m._fwd_kernel, {"BT": m.BLOCK_T, "BC": m.BLOCK_C}, m.FWD_WARPS),
+               (m._bwd_kernel, {"BT": ct.BWD_BLOCK_T, "BC": ct.BWD_BLOCK_C, "STAGES": m.BWD_STAGES}, ct.BWD_WARPS)]
     for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
-        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, "BC": block, **shape},
-                             warps, fp32=("X", "NW", "DX", "DNW"))
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape},
+                             warps, fp32=("X", "R", "G", "DX", "DR", "DG"))
         print(fn.__name__, act, residual, bias, shape, usage)
         assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
 

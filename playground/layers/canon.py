@@ -33,6 +33,7 @@ from playground.kernels import (
     dynamic_canon_kernel,
     norm_canon_kernel,
 )
+from playground.layers.norms import rms_scale
 
 __all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "canon_at"]
 
@@ -194,14 +195,14 @@ class Canon(CanonReads, nn.Module):
         return super().glu(x, seq, h)
 
     def normed(self, norm: nn.Module, x: torch.Tensor, seq=None) -> torch.Tensor:
-        """On a full sequence the fused kernel does the RMSNorm and the layer in one pass (the
-        norm's output is never written) and writes its output in the autocast dtype, which the
+        """On a full sequence the fused kernel normalises x as it reads it (the norm's output is
+        never written; its per-token scale comes from torch, which a compiled model computes in
+        the kernel that writes x) and writes its output in the autocast dtype, which the
         projection reading it would cast to anyway."""
         if seq is None and (kernel := pick_kernel(self.cfg, x, norm_canon_kernel, "norm")) is not None:
             out = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else x.dtype
-            eps = torch.finfo(x.dtype).eps if norm.eps is None else norm.eps
-            return kernel(x.contiguous(), norm.weight, self.weight, self.bias, eps, self.cfg.activation == "silu",
-                          self.cfg.residual, out)
+            return kernel(x.contiguous(), rms_scale(x, norm.eps), norm.weight, self.weight, self.bias,
+                          self.cfg.activation == "silu", self.cfg.residual, out)
         return super().normed(norm, x, seq)
 
     def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:

@@ -1,4 +1,4 @@
-"""RMSNorm that keeps PyTorch's fused kernel under bf16 autocast.
+"""RMSNorm that keeps PyTorch's fused kernel under bf16 autocast, and its per-token scale.
 
 ``nn.RMSNorm`` falls back to several unfused ops when its fp32 weight meets a bf16 input; casting
 the weight to the input's dtype first keeps the single fused kernel (it still normalises in
@@ -15,3 +15,10 @@ from torch import nn
 class RMSNorm(nn.RMSNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight.to(x.dtype), self.eps)
+
+
+def rms_scale(x: torch.Tensor, eps: float | None) -> torch.Tensor:
+    """RMSNorm's per-token scale (mean of x² over the last dim + eps)^-½ in fp32, [..., ]: what a
+    fused kernel that normalises its input on load (``playground::norm_canon``) is given."""
+    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    return torch.rsqrt(x.float().square().mean(-1) + eps)
