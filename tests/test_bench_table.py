@@ -20,6 +20,7 @@ def tiny_column(monkeypatch):
 
 
 def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_path, monkeypatch, capsys):
+    """Each cell in a process of its own (the cell's overrides carry the tiny column there)."""
     path, md = tmp_path / "table.json", tmp_path / "table.md"
     main(["table", "rows=llama,llama_canon", "cols=tiny", "steps=1", "warmup=0", f"json={path}", f"md={md}",
           "train.compile=false"])
@@ -35,7 +36,7 @@ def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_p
     def broken(*_args, **_kwargs):
         raise RuntimeError("CUDA out of memory (pretend)")
 
-    monkeypatch.setattr(measure, "train_speed", broken)
+    monkeypatch.setattr(measure, "shared_train_speed", broken)
     before = path.read_text()
     main(["table", "rows=llama,llama_canon", "cols=tiny", f"json={path}", "train.compile=false"])
     assert path.read_text() == before  # both cells were there: nothing measured again
@@ -49,7 +50,7 @@ def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_p
 def test_table_lists_cells_in_its_own_order_whatever_order_they_were_measured_in(tiny_column, tmp_path,
                                                                                   monkeypatch):
     fake = {"step_s": 1.0, "tokens_per_s": 1.0, "mfu": None, "peak_memory_gib": None, "compile": False}
-    monkeypatch.setattr(measure, "train_speed", lambda overrides, *a: dict(fake, step_s=len(overrides)))
+    monkeypatch.setattr(measure, "shared_train_speed", lambda overrides, *a, **k: dict(fake, step_s=len(overrides)))
     path = tmp_path / "table.json"
     measure.bench_table(["gla", "llama_canon"], ["tiny"], [], 1, 0, path)
     cells = measure.bench_table(["llama"], ["tiny"], [], 1, 0, path)
@@ -61,7 +62,7 @@ def test_table_lists_cells_in_its_own_order_whatever_order_they_were_measured_in
                                                  (["llama"], ["tiny", "huge"], [], "cols='huge'"),
                                                  (["llama"], ["tiny"], ["train.lr=fast"], "train.lr")])
 def test_table_refuses_bad_input_before_measuring(tiny_column, monkeypatch, capsys, rows, cols, extra, key):
-    monkeypatch.setattr(measure, "train_speed", lambda *a, **k: pytest.fail("measured before checking"))
+    monkeypatch.setattr(measure, "shared_train_speed", lambda *a, **k: pytest.fail("measured before checking"))
     with pytest.raises(ConfigError, match=key):
         measure.bench_table(rows, cols, extra, steps=1, warmup=0)
     with pytest.raises(SystemExit):  # the command line says the same, on stderr

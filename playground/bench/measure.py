@@ -233,16 +233,18 @@ class Backbone:
 # The one list of backbones that ``playground-bench params`` counts and ``playground-bench table``
 # times (rows: backbones with and without Canon; columns: the paper's four sizes at context 2048
 # and the mini recipe) — what docs/PERFORMANCE.md's table measures.
+# Mamba2 compiled with CUDA graphs: its step waits on the host without them (docs/PERFORMANCE.md)
+GRAPHS = "train.compile=true train.compile_mode=reduce-overhead"
 BACKBONES = [
     Backbone("llama", "Llama (RoPE)", "mixer=rope canon=none train.compile=true"),
     Backbone("llama_canon", "Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
-    Backbone("gla", "GLA", "mixer=gla canon=none"),
-    Backbone("gla_canon", "GLA + Canon-ABCD", "mixer=gla canon=ABCD", "gla"),
+    Backbone("gla", "GLA", "mixer=gla canon=none train.compile=true"),
+    Backbone("gla_canon", "GLA + Canon-ABCD", "mixer=gla canon=ABCD train.compile=true", "gla"),
     Backbone("gdn", "GDN", "mixer=gdn canon=none train.compile=true"),
     Backbone("gdn_canon", "GDN (no conv) + Canon-ABCD", "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
-    Backbone("mamba2", "Mamba2 (2× layers, no MLP)", "model=mamba2 mixer=mamba2 canon=none"),
-    Backbone("mamba2_canon", "Mamba2 + Canon-AB(no-res)", "model=mamba2 mixer=mamba2_noconv1d canon=AB_nores",
-             "mamba2"),
+    Backbone("mamba2", "Mamba2 (2× layers, no MLP)", f"model=mamba2 mixer=mamba2 canon=none {GRAPHS}"),
+    Backbone("mamba2_canon", "Mamba2 + Canon-AB(no-res)",
+             f"model=mamba2 mixer=mamba2_noconv1d canon=AB_nores {GRAPHS}", "mamba2"),
     Backbone("mamba2_mlp", "Mamba2-mlp", "model=mamba2_mlp mixer=mamba2 canon=none", speed=False),
     Backbone("mamba2_mlp_expand1.5", "Mamba2-mlp, expand 1.5",
              "model=mamba2_mlp mixer=mamba2 model.mixer.expand=1.5 canon=none", speed=False),
@@ -267,8 +269,10 @@ def count_params(b: Backbone, size: str, vocab: int) -> tuple[int, int]:
 
 def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: int, warmup: int,
                 path: Path | None = None) -> list[dict]:
-    """Measure every (column, row) cell with :func:`train_speed`, in column order, adding its step
-    time over its no-Canon twin's and over compiled Llama's in the same column. With ``path``,
+    """Measure every (column, row) cell, each in a spawned process of its own (``isolate`` of
+    :func:`shared_train_speed`: a cell shares no compiled frames, CUDA graph pools or cached
+    memory with the cells before it), in column order, adding its step time over its no-Canon
+    twin's and over compiled Llama's in the same column. With ``path``,
     the results so far are rewritten there (atomically) after every cell, and cells already in
     that file are not measured again, so a table can be filled over several calls. A cell that
     fails (e.g. out of memory) is recorded with its error and the table goes on."""
@@ -285,20 +289,13 @@ def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: in
         if (col, row) not in done:
             cell = {"column": col, "row": row, "label": TABLE_ROWS[row].label, "twin": TABLE_ROWS[row].twin}
             try:
-                cell |= train_speed(overrides, steps, warmup)
+                cell |= shared_train_speed(overrides, 1, steps, warmup, isolate=True)
             except Exception as err:  # noqa: BLE001 — recorded in the table, the next cell runs
                 cell["error"] = f"{type(err).__name__}: {err}"[:500]
             done[(col, row)] = cell
-            _release_memory()
             if path:
                 write_json(path, _with_ratios(done))
     return _with_ratios(done)
-
-
-def _release_memory() -> None:
-    torch._dynamo.reset()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def _with_ratios(cells: dict[tuple[str, str], dict]) -> list[dict]:
