@@ -1,0 +1,10 @@
+# The performance table, fifteenth session, 2026-11-26: hold 4 of docs/bench/2026-11-26-h200-norm-canon/commands.sh.
+# One NVIDIA H200 (gpu.txt), torch 2.11.0+cu130, Triton 3.6.0, fla-core 0.6.0, mamba_ssm 2.3.2.post1, commit 6628cde,
+# from the repository root. Each cell in a spawned process of its own. The command ran in the background of one
+# device call and ended with it after 14 cells (571 s): mini and 12L768D whole, 8L512D's Llama rows.
+python3 -m playground.bench.cli table rows=llama,llama_canon,gla,gla_canon,mamba2,mamba2_canon cols=mini,12L768D,8L512D,8L768D,12L512D \
+  json=table.json md=table.md
+# To finish it (cells already in table.json are skipped), one column per device call, in the foreground:
+#   python3 -m playground.bench.cli table rows=llama,llama_canon,gla,gla_canon,mamba2,mamba2_canon cols=8L512D \
+#     json=docs/bench/2026-11-26-h200-table/table.json md=docs/bench/2026-11-26-h200-table/table.md
+#   ... cols=8L768D ..., then cols=12L512D
