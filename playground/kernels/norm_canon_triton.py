@@ -120,7 +120,7 @@ def norm_canon(x: torch.Tensor, rstd: torch.Tensor, g: torch.Tensor, w: torch.Te
     b, t, c = x.shape
     y = torch.empty(b, t, c, dtype=out_dtype, device=x.device)
     grid = (triton.cdiv(t, BLOCK_T), triton.cdiv(c, BLOCK_C), b)
-    _fwd_kernel[grid](x, rstd, g, w, bias if bias is not None else w, y, t, c, K=w.shape[1], HAS_BIAS=bias is not None,
+    _fwd_kernel[grid](x, rstd.contiguous(), g, w, bias if bias is not None else w, y, t, c, K=w.shape[1], HAS_BIAS=bias is not None,
                       ACT=act, RESIDUAL=residual, BT=BLOCK_T, BC=BLOCK_C, num_warps=FWD_WARPS)
     return y
 
@@ -141,7 +141,7 @@ def norm_canon_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor, g: tor
     dr_part = torch.empty(blocks, b, t, dtype=torch.float32, device=x.device)
     dg_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
     dx, dw, db = ct._strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, blocks, c, ct.BWD_BLOCK_C,
-                                    extra=(rstd, g, dr_part, dg_part), BC=ct.BWD_BLOCK_C, STAGES=BWD_STAGES)
+                                    extra=(rstd.contiguous(), g, dr_part, dg_part), BC=ct.BWD_BLOCK_C, STAGES=BWD_STAGES)
     return dx, dr_part.sum(0), dg_part.sum(0).to(g.dtype), dw, db
 
 

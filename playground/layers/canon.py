@@ -200,7 +200,8 @@ class Canon(CanonReads, nn.Module):
         the kernel that writes x) and writes its output in the autocast dtype, which the
         projection reading it would cast to anyway."""
         if seq is None and (kernel := pick_kernel(self.cfg, x, norm_canon_kernel, "norm")) is not None:
-            out = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else x.dtype
+            device = x.device.type
+            out = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
             return kernel(x.contiguous(), rms_scale(x, norm.eps), norm.weight, self.weight, self.bias,
                           self.cfg.activation == "silu", self.cfg.residual, out)
         return super().normed(norm, x, seq)

@@ -18,7 +18,8 @@ class RMSNorm(nn.RMSNorm):
 
 
 def rms_scale(x: torch.Tensor, eps: float | None) -> torch.Tensor:
-    """RMSNorm's per-token scale (mean of x² over the last dim + eps)^-½ in fp32, [..., ]: what a
-    fused kernel that normalises its input on load (``playground::norm_canon``) is given."""
+    """RMSNorm's scale (mean of x² over the last dim + eps)^-½, one fp32 value per token (x's
+    shape without its last dim): what a fused kernel that normalises its input as it loads it
+    (``playground::norm_canon``) is given; eps None: x's dtype's, as ``nn.RMSNorm``."""
     eps = torch.finfo(x.dtype).eps if eps is None else eps
     return torch.rsqrt(x.float().square().mean(-1) + eps)
