@@ -253,10 +253,12 @@ def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: tor
 
 
 def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size: int, block_c: int,
-                    extra=(), **meta):
+                    extra=(), partials: int = 0, **meta):
     """Launch a strip backward kernel — ``programs`` channel blocks of ``block_c`` × strips of each
     sequence; ``size`` its channel-count argument, ``extra`` its own arguments after the strip's,
-    ``meta`` its block sizes — and sum its partial rows: (dx, dw, db)."""
+    then ``partials`` more fp32 buffers of one partial row [C] per program (a kernel's own
+    per-channel sums), ``meta`` its block sizes — and sum its partial rows: (dx, dw, db, then
+    the ``partials`` sums)."""
     b, t, c = x.shape
     k = w.shape[1]
     splits, strip = _strips(b, t, programs * block_c, x.device, block_c)
@@ -265,11 +267,12 @@ def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size
     db_part = dw_part  # a placeholder, not written, without a bias
     if bias is not None:
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
+    own = [torch.empty(b * splits, c, dtype=torch.float32, device=x.device) for _ in range(partials)]
     kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
-                                   splits, strip, *extra, K=k, HAS_BIAS=bias is not None, ACT=act,
+                                   splits, strip, *extra, *own, K=k, HAS_BIAS=bias is not None, ACT=act,
                                    RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS, **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
-    return dx, dw_part.sum(0).to(w.dtype), db
+    return dx, dw_part.sum(0).to(w.dtype), db, *(part.sum(0) for part in own)
 
 
 @canon_conv_bwd.register_fake

@@ -137,12 +137,11 @@ def norm_canon_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor, g: tor
     """Gradients (dx at fixed rstd, drstd, dg, dw, db) of :func:`norm_canon` (db: zeros without a bias)."""
     b, t, c = x.shape
     blocks = triton.cdiv(c, ct.BWD_BLOCK_C)
-    splits, _ = ct._strips(b, t, c, x.device)  # as the launch below splits them: one partial row of dg each
     dr_part = torch.empty(blocks, b, t, dtype=torch.float32, device=x.device)
-    dg_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
-    dx, dw, db = ct._strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, blocks, c, ct.BWD_BLOCK_C,
-                                    extra=(rstd.contiguous(), g, dr_part, dg_part), BC=ct.BWD_BLOCK_C, STAGES=BWD_STAGES)
-    return dx, dr_part.sum(0), dg_part.sum(0).to(g.dtype), dw, db
+    dx, dw, db, dg = ct._strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, blocks, c, ct.BWD_BLOCK_C,
+                                        extra=(rstd.contiguous(), g, dr_part), partials=1, BC=ct.BWD_BLOCK_C,
+                                        STAGES=BWD_STAGES)
+    return dx, dr_part.sum(0), dg.to(g.dtype), dw, db
 
 
 @norm_canon_bwd.register_fake
