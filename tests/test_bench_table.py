@@ -73,12 +73,16 @@ def test_table_refuses_bad_input_before_measuring(tiny_column, monkeypatch, caps
 def test_copies_train_together_and_their_throughputs_add_up(tmp_path):
     """``playground-bench train copies=1,2``: the config alone, then two processes training it at
     once (spawned, timed from a shared barrier); the second figure is the copies' total. With the
-    loader's own worker processes, as a run has them on a GPU."""
+    loader's own worker processes, as a run has them on a GPU. Alone, the step time is the fastest
+    of the blocks of timed steps; the copies time all their steps in one block."""
     path = tmp_path / "share.json"
-    main(["train", *TINY.split(), "steps=2", "warmup=1", "copies=1,2", "data=real", "data.num_workers=1",
-          f"json={path}"])
+    main(["train", *TINY.split(), "steps=2", "warmup=1", "blocks=3", "copies=1,2", "data=real",
+          "data.num_workers=1", f"json={path}"])
     alone, shared = json.loads(path.read_text())
     assert (alone["copies"], shared["copies"]) == (1, 2)
+    assert len(alone["block_step_s"]) == 3 and alone["step_s"] == min(alone["block_step_s"])
+    assert alone["tokens_per_s"] == pytest.approx(2 * 256 / alone["step_s"])  # TINY: batch 2, context 256
+    assert len(shared["block_step_s"]) == 1
     assert len(shared["per_copy_tokens_per_s"]) == 2
     assert shared["tokens_per_s"] == pytest.approx(sum(shared["per_copy_tokens_per_s"]))
     assert shared["tokens_vs_first"] == pytest.approx(shared["tokens_per_s"] / alone["tokens_per_s"])
@@ -88,6 +92,7 @@ def test_copies_train_together_and_their_throughputs_add_up(tmp_path):
 
 
 @pytest.mark.parametrize("extra,key", [(["copies=0"], "copies='0'"), (["copies=1,x"], "copies='1,x'"),
+                                       (["blocks=0"], "blocks=0"),
                                        (["copies=2", "train.no_such_key=1"], "no_such_key")])
 def test_copies_check_their_input_before_starting(monkeypatch, capsys, extra, key):
     monkeypatch.setattr(measure, "train_speed", lambda *a, **k: pytest.fail("measured before checking"))

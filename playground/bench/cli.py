@@ -77,8 +77,8 @@ def cmd_train(args: Args) -> None:
     variants = [args.overrides + v.split() for v in (args.list("compare", "|") or [""])]
     counts = args.ints("copies", minimum=1)
     isolate = len(variants) * len(counts) > 1  # each config of a comparison in a fresh process
-    results = [shared_train_speed(v, c, args.int("steps", 1), args.int("warmup"), data, isolate)
-               for v in variants for c in counts]
+    steps, warmup, blocks = args.int("steps", 1), args.int("warmup"), args.int("blocks", 1)
+    results = [shared_train_speed(v, c, steps, warmup, data, isolate, blocks) for v in variants for c in counts]
     base, alone = results[0]["step_s"], results[0]["tokens_per_s"]
     for r in results:
         r["step_time_vs_first"], r["tokens_vs_first"] = r["step_s"] / base, r["tokens_per_s"] / alone
@@ -111,7 +111,7 @@ def cmd_table(args: Args) -> None:
 
     rows, cols = args.list("rows") or list(TABLE_ROWS), args.list("cols") or list(TABLE_COLUMNS)
     path = Path(args["json"]) if args["json"] else None
-    cells = bench_table(rows, cols, args.overrides, args.int("steps", 1), args.int("warmup"), path)
+    cells = bench_table(rows, cols, args.overrides, args.int("steps", 1), args.int("warmup"), path, args.int("blocks", 1))
     table = table_markdown(cells)
     print(table)
     if args["md"]:
@@ -145,6 +145,9 @@ def cmd_generate(args: Args) -> None:
 
 
 JSON = {"json": ("", "also write the figures to this JSON file")}
+BLOCKS = {"blocks": ("3", "blocks of timed steps; a config's step time is its fastest block's mean (a block can "
+                             "read slow for reasons outside the model: docs/PERFORMANCE.md); copies sharing the "
+                             "device time steps × blocks steps in one block")}
 DATA = {"data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader")}
 COMMANDS = [
     Command("params", "parameter counts of every backbone at the paper's sizes", cmd_params,
@@ -152,7 +155,7 @@ COMMANDS = [
              **JSON}, examples=("playground-bench params",)),
     Command("train", "training tokens/s, MFU and peak memory of a config (and of variants of it)", cmd_train,
             {"compare": ("", "variants separated by |, each a list of overrides: 'canon=none | canon=ABCD'"),
-             "steps": ("20", "timed steps"), "warmup": ("5", "untimed steps first"),
+             "steps": ("20", "timed steps per block"), "warmup": ("5", "untimed steps first"), **BLOCKS,
              **DATA,
              "copies": ("1", "processes training the config at once on the device, as runs sharing a GPU "
                              "(a list: copies=1,4 measures alone, then 4 together; tokens/s is their total)"),
@@ -179,7 +182,7 @@ COMMANDS = [
                           "playground.bench.measure.TABLE_ROWS)"),
              "cols": ("", "column keys, e.g. mini,12L768D (default: every one of TABLE_COLUMNS: the paper's "
                           "four sizes and the mini recipe)"),
-             "steps": ("20", "timed steps per cell"), "warmup": ("5", "untimed steps first"),
+             "steps": ("20", "timed steps per block"), "warmup": ("5", "untimed steps first"), **BLOCKS,
              "json": ("", "the cells as JSON, rewritten after each one; cells already there are kept, "
                           "not measured again"),
              "md": ("", "also write the markdown table here")},

@@ -95,23 +95,31 @@ def _device_name(device: torch.device) -> str:
 
 
 def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: str = "fixed",
-                ready: Callable[[], object] | None = None) -> dict:
+                ready: Callable[[], object] | None = None, blocks: int = 1) -> dict:
     """Training throughput of one config (``data``: see :func:`_training_step`). ``ready``: called
     between the warm-up and the timed steps (the barrier of :func:`shared_train_speed`);
-    ``timed_window``: when the timed steps began and ended (epoch s)."""
+    ``timed_window``: when the timed steps began and ended (epoch s).
+
+    The timed steps come in ``blocks`` blocks of ``steps`` steps each, and ``step_s`` (with the
+    tokens/s and MFU from it) is the fastest block's mean step; ``block_step_s`` lists every
+    block's. On a lent GPU a block of steps can read 10–40 % slow for reasons outside the model —
+    the host falling behind, the GPU lowering its clock at its power cap — so that one block of
+    20 steps made the same config read ×1.34 in one process and ×1.73 in another (H200,
+    2026-11-26, docs/PERFORMANCE.md); the fastest of three blocks reads the model."""
     cfg, device, model, one_step, task, workers = _training_step(overrides, data)
     t = cfg.train
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     first = _timed(one_step, device, 1, 0)  # the first step compiles (and autotunes): the first warm-up step
-    seconds = _timed(one_step, device, steps, max(warmup - 1, 0), ready)
-    end = time.time()
-    window = [end - seconds * steps, end]
+    block_s = [_timed(one_step, device, steps, max(warmup - 1, 0), ready)]
+    block_s += [_timed(one_step, device, steps, 0) for _ in range(blocks - 1)]
+    seconds, end = min(block_s), time.time()
+    window = [end - sum(block_s) * steps, end]
     tokens = t.batch_size * cfg.task.context
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
     peak = peak_flops(device)
     return {"overrides": overrides, "device": _device_name(device),
-            "step_s": seconds, "first_step_s": first, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
+            "step_s": seconds, "block_step_s": block_s, "first_step_s": first, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
             "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers,
             "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
@@ -152,19 +160,20 @@ def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: in
             "busy": total / wall if cuda else None, "top": rows}
 
 
-def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int, barrier, results) -> None:
+def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int, blocks: int, barrier,
+          results) -> None:
     """One process of :func:`shared_train_speed` (module level: spawned processes import it);
     with ``data=real`` its loader takes its share of the cores, as a run of a local sweep does."""
     os.environ[HOST_RUNS] = str(copies)
     try:
-        results.put(train_speed(overrides, steps, warmup, data, ready=barrier.wait))
+        results.put(train_speed(overrides, steps, warmup, data, ready=barrier.wait, blocks=blocks))
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises it
         barrier.abort()  # the copies waiting on the barrier stop too
         results.put({"error": f"{type(err).__name__}: {err}"})
 
 
 def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmup: int = 5,
-                       data: str = "fixed", isolate: bool = False) -> dict:
+                       data: str = "fixed", isolate: bool = False, blocks: int = 1) -> dict:
     """``copies`` processes training the same config at once on one device, as the runs of a
     local sweep that share a GPU (``per_gpu``): their total tokens/s (and MFU), each copy's, and
     ``overlap``, the share of the timed steps that all copies ran together (they start them at a
@@ -173,16 +182,20 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
     ``isolate``: a single copy too in a process of its own, so that a config timed after others
     shares no compiled frames, CUDA graph pools or cached memory with them (in one process, Mamba2
     with CUDA graphs read 114–119 ms a step after Llama and 105 ms before it; in processes of its
-    own, after Llama's, 110–111 ms: H200, 2026-11-26, docs/PERFORMANCE.md)."""
+    own, after Llama's, 110–111 ms: H200, 2026-11-26, docs/PERFORMANCE.md). ``blocks``: a single
+    copy's, as in :func:`train_speed`; copies that share the device time one block of
+    ``steps × blocks`` steps each, since their total counts only while they all run."""
+    if copies > 1:
+        steps, blocks = steps * blocks, 1
     if copies == 1 and not isolate:
-        return {**train_speed(overrides, steps, warmup, data), "copies": 1, "overlap": 1.0}
+        return {**train_speed(overrides, steps, warmup, data, blocks=blocks), "copies": 1, "overlap": 1.0}
     to_objects(compose([*BENCH_DEFAULTS, *overrides]))  # a bad override fails here, before any copy starts
     import multiprocessing
     from queue import Empty
 
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(copies), ctx.Queue()
-    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, copies, barrier, queue))
+    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, copies, blocks, barrier, queue))
              for _ in range(copies)]  # not daemonic: a copy's loader starts worker processes of its own
     for proc in procs:
         proc.start()
@@ -268,7 +281,7 @@ def count_params(b: Backbone, size: str, vocab: int) -> tuple[int, int]:
 
 
 def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: int, warmup: int,
-                path: Path | None = None) -> list[dict]:
+                path: Path | None = None, blocks: int = 1) -> list[dict]:
     """Measure every (column, row) cell, each in a spawned process of its own (``isolate`` of
     :func:`shared_train_speed`: a cell shares no compiled frames, CUDA graph pools or cached
     memory with the cells before it), in column order, adding its step time over its no-Canon
@@ -289,7 +302,7 @@ def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: in
         if (col, row) not in done:
             cell = {"column": col, "row": row, "label": TABLE_ROWS[row].label, "twin": TABLE_ROWS[row].twin}
             try:
-                cell |= shared_train_speed(overrides, 1, steps, warmup, isolate=True)
+                cell |= shared_train_speed(overrides, 1, steps, warmup, isolate=True, blocks=blocks)
             except Exception as err:  # noqa: BLE001 — recorded in the table, the next cell runs
                 cell["error"] = f"{type(err).__name__}: {err}"[:500]
             done[(col, row)] = cell
