@@ -40,10 +40,13 @@ def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_p
     before = path.read_text()
     main(["table", "rows=llama,llama_canon", "cols=tiny", f"json={path}", "train.compile=false"])
     assert path.read_text() == before  # both cells were there: nothing measured again
-    main(["table", "rows=llama,gla", "cols=tiny", f"json={path}", f"md={md}", "train.compile=false"])
+    main(["table", "rows=llama,gla", "cols=tiny", f"json={path}", f"md={md}", "train.compile=false",
+          "train.compile_mode=default"])  # the GLA row's CUDA graphs need the compiler
     cells = {c["row"]: c for c in json.loads(path.read_text())}
     assert cells["gla"]["error"] == "RuntimeError: CUDA out of memory (pretend)" and "step_s" in cells["llama"]
     assert "| tiny | GLA | failed: RuntimeError: CUDA out of memory (pretend) |" in md.read_text()
+    graphed = dict(cells["llama"], overrides=["train.compile_mode=reduce-overhead"], compile=True)
+    assert "| tiny | Llama (RoPE), compiled, CUDA graphs | " in measure.table_markdown([graphed])
     capsys.readouterr()
 
 

@@ -272,3 +272,33 @@ def test_first_training_step_on_a_cold_triton_cache_is_under_60s(kind, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     seconds = float(proc.stdout.split("FIRST_STEP_S=")[1].split()[0])
     assert seconds < 60, f"{kind}: first step took {seconds:.0f} s"
+
+
+@pytest.mark.parametrize("kind", [pytest.param("gla", marks=needs("fla")), pytest.param("mamba2", marks=needs("fla"))])
+def test_training_under_cuda_graphs_matches_compiled_training(kind):
+    """``train.compile_mode=reduce-overhead`` (CUDA graphs; the performance table's GLA and Mamba2
+    rows) trains as the plainly compiled model does: the same losses over four steps (packed
+    documents with resets included) and the same weights after them."""
+    from playground.config import ModelConfig, TrainConfig
+    from playground.model import build_model
+    from playground.run.loop import compiled, make_optimizer, train_step
+
+    mixer, mlp, depth, canon = {"gla": (GLAConfig(), "swiglu", 1, "ABCD"),
+                                "mamba2": (Mamba2Config(), "none", 2, "")}[kind]
+    cfg = ModelConfig(n_layers=2, d_model=256, mixer=mixer, mlp=mlp, depth_multiplier=depth,
+                      canon=CanonConfig(positions=canon))
+    g = torch.Generator().manual_seed(0)
+    batches = [(torch.randint(0, 50, (4, 512), generator=g), torch.rand(4, 512, generator=g) < 0.9,
+                torch.cumsum(torch.rand(4, 512, generator=g) < 1 / 100, 1)) for _ in range(4)]
+    flat = lambda model: torch.cat([p.detach().flatten().float() for p in model.parameters()])  # noqa: E731
+    losses, updates = {}, {}
+    for mode in ("default", "reduce-overhead"):
+        t = TrainConfig(compile=True, compile_mode=mode, batch_size=4, lr=1e-3)
+        model = build_model(cfg, 50, seed=0).cuda()
+        before, step, opt = flat(model), compiled(model, t), make_optimizer(model, t)
+        losses[mode] = [train_step(step, opt, tok, mask, seg, t, torch.device("cuda"))[0].item()
+                        for tok, mask, seg in batches]
+        updates[mode] = flat(model) - before
+        torch._dynamo.reset()
+    assert losses["default"] == pytest.approx(losses["reduce-overhead"], rel=2e-3), losses
+    assert rel_err(updates["reduce-overhead"], updates["default"]) < 2e-2

@@ -246,13 +246,14 @@ class Backbone:
 # The one list of backbones that ``playground-bench params`` counts and ``playground-bench table``
 # times (rows: backbones with and without Canon; columns: the paper's four sizes at context 2048
 # and the mini recipe) — what docs/PERFORMANCE.md's table measures.
-# Mamba2 compiled with CUDA graphs: its step waits on the host without them (docs/PERFORMANCE.md)
+# GLA and Mamba2 compiled with CUDA graphs: without them their steps wait on the host (GLA + Canon:
+# ×0.75–0.79 of the step with them, docs/PERFORMANCE.md)
 GRAPHS = "train.compile=true train.compile_mode=reduce-overhead"
 BACKBONES = [
     Backbone("llama", "Llama (RoPE)", "mixer=rope canon=none train.compile=true"),
     Backbone("llama_canon", "Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
-    Backbone("gla", "GLA", "mixer=gla canon=none train.compile=true"),
-    Backbone("gla_canon", "GLA + Canon-ABCD", "mixer=gla canon=ABCD train.compile=true", "gla"),
+    Backbone("gla", "GLA", f"mixer=gla canon=none {GRAPHS}"),
+    Backbone("gla_canon", "GLA + Canon-ABCD", f"mixer=gla canon=ABCD {GRAPHS}", "gla"),
     Backbone("gdn", "GDN", "mixer=gdn canon=none train.compile=true"),
     Backbone("gdn_canon", "GDN (no conv) + Canon-ABCD", "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
     Backbone("mamba2", "Mamba2 (2× layers, no MLP)", f"model=mamba2 mixer=mamba2 canon=none {GRAPHS}"),
@@ -338,6 +339,7 @@ def table_markdown(cells: list[dict]) -> str:
             lines.append(f"| {c['column']} | {c['label']} | failed: {c['error'][:80]} | | | | |")
             continue
         how = "compiled" if c["compile"] else "eager"
+        how += ", CUDA graphs" if "train.compile_mode=reduce-overhead" in c.get("overrides", []) else ""
         lines.append(f"| {c['column']} | {c['label']}, {how} | {c['tokens_per_s']:,.0f} | {fmt(c['mfu'], '{:.1%}')} | "
                      f"{fmt(c['peak_memory_gib'], '{:.1f} GiB')} | {fmt(c['x_twin'], '×{:.2f}')} | "
                      f"{fmt(c['x_llama'], '×{:.2f}')} |")
