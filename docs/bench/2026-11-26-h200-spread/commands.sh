@@ -19,7 +19,7 @@ python3 -m playground.bench.cli table rows=llama,llama_canon,gla,gla_canon,mamba
 # GPU tests on 0d372b1 -> gpu_tests.txt
 (cd tests && python3 -m pytest -q -m gpu test_kernels.py; python3 -m pytest -q -m gpu test_gpu.py -k "not deterministic"
  python3 -m pytest -q -m gpu test_mixers_gpu.py -k "mixer_kernel_path or first_training_step")
-# hold 2, after the blocks table (spread.py now also records the host's CPU time):
+# hold 3, after the blocks table of hold 2 (spread.py now also records the host's CPU time):
 python3 $S/spread.py "task=depo1 train.batch_size=16" \
   "mamba2_12L768D|size=12L768D model=mamba2 mixer=mamba2 canon=none train.compile=true train.compile_mode=reduce-overhead" \
   "gla_8L512D|size=8L512D mixer=gla canon=none train.compile=true" reps=2 steps=60 json=spread_linear.json
@@ -30,5 +30,5 @@ done   # x0.747 (8L512D), x0.790 (12L768D)
 python3 -m playground.bench.cli train task=depo1 size=12L768D train.batch_size=16 train.compile=true \
   compare="mixer=rope canon=none | mixer=gla canon=ABCD train.compile_mode=reduce-overhead | mixer=gla canon=none train.compile_mode=reduce-overhead" \
   json=gla_graphs_vs_llama_12L768D.json   # x1.451, x1.246
-# hold 3: CUDA graphs train as the compiled model does -> gpu_tests_graphs.txt (2 passed)
+# hold 4 (the same call as the GLA rows of ../2026-11-26-h200-table-blocks/): CUDA graphs train as the compiled model does -> gpu_tests_graphs.txt (2 passed)
 (cd tests && python3 -m pytest -q -m gpu test_mixers_gpu.py -k cuda_graphs)

@@ -6,7 +6,7 @@
 # (the second one skipped the cells the first had written): -> table_without_graphs.json
 python3 -m playground.bench.cli table rows=llama,llama_canon,gla,gla_canon,mamba2,mamba2_canon \
   cols=mini,12L768D,8L512D,8L768D,12L512D blocks=3 json=/tmp/table3.json md=/tmp/table3.md
-# Hold 3 (the GLA rows with CUDA graphs, as BACKBONES now has them; the call ended on its time limit after 8 of 10
+# Hold 4 (the GLA rows with CUDA graphs, as BACKBONES now has them; the call ended on its time limit after 8 of 10
 # cells, so 12L512D's GLA cells stay without CUDA graphs): -> table_gla_graphs.json
 python3 -m playground.bench.cli table rows=gla,gla_canon cols=mini,12L768D,8L512D,8L768D,12L512D blocks=3 \
   json=table_gla_graphs.json
