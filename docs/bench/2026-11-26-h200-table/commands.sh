@@ -8,7 +8,7 @@ python3 -m playground.bench.cli table rows=llama,llama_canon,gla,gla_canon,mamba
 #   python3 -m playground.bench.cli table rows=llama,llama_canon,gla,gla_canon,mamba2,mamba2_canon cols=8L512D \
 #     json=docs/bench/2026-11-26-h200-table/table.json md=docs/bench/2026-11-26-h200-table/table.md
 #   ... cols=8L768D ..., then cols=12L512D
-# Finished in the sixteenth session's first hold (2026-11-26, commit 0d372b1, the same H200 kind, gpu_a/b in
+# Finished in the sixteenth session's first hold (2026-11-26, commit 0d372b1, NVIDIA H200, driver 580.159.04; see also
 # ../2026-11-26-h200-spread/commands.sh's hold 1): cols=8L512D,8L768D in one call (10 cells, 319 s), then
 # cols=8L768D,12L512D (6 cells), each with json=/tmp/table.json seeded from this file. All 30 cells are now here.
 # The table was then measured again with blocks=3: ../2026-11-26-h200-table-blocks/ (the one docs/PERFORMANCE.md shows).
