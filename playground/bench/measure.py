@@ -248,7 +248,8 @@ class Backbone:
 # and the mini recipe) — what docs/PERFORMANCE.md's table measures.
 # GLA and Mamba2 compiled with CUDA graphs: without them their steps wait on the host (GLA + Canon:
 # ×0.75–0.79 of the step with them, docs/PERFORMANCE.md)
-GRAPHS = "train.compile=true train.compile_mode=reduce-overhead"
+GRAPHS_MODE = "train.compile_mode=reduce-overhead"
+GRAPHS = f"train.compile=true {GRAPHS_MODE}"
 BACKBONES = [
     Backbone("llama", "Llama (RoPE)", "mixer=rope canon=none train.compile=true"),
     Backbone("llama_canon", "Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
@@ -339,7 +340,7 @@ def table_markdown(cells: list[dict]) -> str:
             lines.append(f"| {c['column']} | {c['label']} | failed: {c['error'][:80]} | | | | |")
             continue
         how = "compiled" if c["compile"] else "eager"
-        how += ", CUDA graphs" if "train.compile_mode=reduce-overhead" in c.get("overrides", []) else ""
+        how += ", CUDA graphs" if GRAPHS_MODE in c.get("overrides", []) else ""
         lines.append(f"| {c['column']} | {c['label']}, {how} | {c['tokens_per_s']:,.0f} | {fmt(c['mfu'], '{:.1%}')} | "
                      f"{fmt(c['peak_memory_gib'], '{:.1f} GiB')} | {fmt(c['x_twin'], '×{:.2f}')} | "
                      f"{fmt(c['x_llama'], '×{:.2f}')} |")
