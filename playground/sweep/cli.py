@@ -11,8 +11,11 @@ import dataclasses
 import subprocess
 import sys
 
+from omegaconf import OmegaConf
+
 from playground.cli import Args, Command
 from playground.cli import main as cli_main
+from playground.errors import ConfigError
 from playground.sweep.launch import LAUNCHERS, multirun_commands, run_local
 from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
 
@@ -20,6 +23,12 @@ from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
 def cmd_sweep(args: Args) -> int:
     launcher = args.choice("launcher", LAUNCHERS)
     gpus, per_gpu, dry = args.int("gpus"), args.int("per_gpu", minimum=1), args.flag("dry_run")
+    path = find_sweep_file(args.positional[0])
+    if "findings" in (OmegaConf.load(path) or {}):
+        return findings_runs(args, path, launcher, gpus, per_gpu, dry)
+    if args["results"]:
+        raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the findings of "
+                          "a findings file (playground-sweep findings results=2,3a)")
     sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"], args.overrides,
                        args["variants"])
     sweep = dataclasses.replace(sweep, root=args["root"] or "results")
@@ -33,6 +42,31 @@ def cmd_sweep(args: Args) -> int:
     else:
         failures = sum(subprocess.run(cmd).returncode != 0 for cmd in multirun_commands(sweep, launcher))
     print(f"sweep {sweep.name}: done ({failures} launcher failures; see each run's summary.json)")
+    return 1 if failures else 0
+
+
+def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry: bool) -> int:
+    """Launch (or, with ``dry_run``, list) every run the findings of ``path`` still need: the
+    runs of each side's sweep at each cell and seed with no finished summary under ``root``."""
+    from pathlib import Path
+
+    from playground.report.findings import load_findings, needed_runs
+
+    if launcher != "local":
+        raise ConfigError(f"launcher={launcher} is invalid for findings: their runs come from several sweeps; "
+                          "use launcher=local (or dry_run=true to list them)")
+    if clash := args.overrides or [k for k in ("panels", "variants") if args[k]]:
+        raise ConfigError(f"{clash[0]!r} is invalid for findings: their runs are exactly the ones the findings "
+                          "declare (choose them with results=)")
+    root = args["root"] or "results"
+    runs = needed_runs(load_findings(path, args["results"]), root)
+    print(f"findings {path.name}: {len(runs)} runs to do under {root}/")
+    if dry:
+        for overrides in runs:
+            print("  todo playground-train " + " ".join(overrides))
+        return 0
+    failures = run_local(runs, gpus or _gpu_count(), Path(root) / ".findings_logs", per_gpu) if runs else 0
+    print(f"findings: done ({failures} launcher failures; see each run's summary.json)")
     return 1 if failures else 0
 
 
@@ -78,13 +112,15 @@ COMMAND = Command(
      "variants": ("", "only these variants (comma-separated)"),
      "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips the "
               "finished runs there, e.g. root=results/mini/runs keeps their records in the repository)"),
-     "dry_run": ("false", "list the runs, launch nothing")},
+     "dry_run": ("false", "list the runs, launch nothing"),
+     "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a)")},
     ("NAME",), overrides=(),
     examples=("playground-sweep fig7 scale=mini panels=depo1_K8 variants=llama_nope,llama_nope_canon",
               "playground-sweep fig7 scale=mini launcher=local gpus=8",
               "playground-sweep mqar scale=mini launcher=local per_gpu=12",
               "playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu",
-              "playground-sweep fig7 scale=cpu panels=depo1_K8 dry_run=true"))
+              "playground-sweep fig7 scale=cpu panels=depo1_K8 dry_run=true",
+              "playground-sweep findings root=results/mini/runs launcher=local dry_run=true"))
 
 
 def main(argv: list[str] | None = None) -> None:

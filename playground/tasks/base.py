@@ -235,6 +235,18 @@ class Task(ABC):
     def eval_examples(self) -> list[Example]:
         return [self.example("eval", i) for i in range(self.cfg.eval_size)]
 
+    def question_counts(self) -> dict[str, int]:
+        """How many scored questions stand behind each accuracy that ``evaluate`` reports on
+        ``eval_examples`` (the n of its binomial eval noise, read by ``playground-report
+        findings``), from the eval set alone, without a model. Metrics that are not a fraction
+        of questions (KL, losses) are absent. The default: none known."""
+        return {}
+
+    def chance(self, metric: str) -> float | None:
+        """The expected score of a uniform guess at ``metric``, or None where the metric has no
+        such level (KL, losses). The default: none known."""
+        return None
+
     def describe(self, ex: Example) -> str:
         """Human-readable rendering; target tokens are wrapped in [brackets]."""
         return " ".join(
@@ -284,6 +296,17 @@ def teacher_forced_predictions(model, examples: list[Example], pad_id: int, batc
             preds[i] = np.concatenate([[-1], arg[row, : n - 1]])
     model.train(was_training)
     return preds
+
+
+def span_counts(examples: list[Example], group: str) -> dict[str, int]:
+    """The number of answer spans behind each exact-match accuracy of :func:`span_accuracy`
+    (``acc`` and ``acc_<group><value>``) on the same examples."""
+    counts: dict[str, int] = defaultdict(int)
+    for ex in examples:
+        for span in ex.meta["spans"]:
+            counts["acc"] += 1
+            counts[f"acc_{group}{span[group]}"] += 1
+    return dict(counts)
 
 
 def span_accuracy(examples: list[Example], preds: list[np.ndarray], group: str) -> dict[str, float]:

@@ -302,3 +302,16 @@ class Brevo(Task):
             if by_depth[bucket]:
                 metrics[f"acc_depth{bucket}"] = float(np.mean(by_depth[bucket]))
         return metrics
+
+    def question_counts(self) -> dict[str, int]:
+        """``acc``: one question per eval example; ``acc_depth<d>``: those of that depth bucket."""
+        examples = self.eval_examples()
+        out = {"acc": len(examples)}
+        for ex in examples:
+            key = f"acc_depth{DEPTH_BUCKETS[min(ex.meta['depth'], 5) - 1]}"
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def chance(self, metric: str) -> float | None:
+        """0 for an accuracy: a guess must name every needed vertex in a valid order."""
+        return 0.0 if metric.startswith("acc") else None

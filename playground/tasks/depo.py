@@ -49,6 +49,7 @@ from playground.tasks.base import (
     distinct_words,
     rng_for,
     span_accuracy,
+    span_counts,
     teacher_forced_predictions,
 )
 
@@ -150,6 +151,19 @@ class Depo(Task):
             out["acc_at_K2"] = out.get(f"acc_k{K // 2}", float("nan"))
         out["depth_reached"] = float(depth_reached([out.get(f"acc_k{k}", 0.0) for k in range(1, K + 1)]))
         return out
+
+    def question_counts(self) -> dict[str, int]:
+        """Queries per hop count k (``acc_k<k>``), and at k = K and K/2."""
+        out = span_counts(self.eval_examples(), "k")
+        K = self.cfg.K
+        out["acc_at_K"] = out.get(f"acc_k{K}", 0)
+        if K >= 2:
+            out["acc_at_K2"] = out.get(f"acc_k{K // 2}", 0)
+        return out
+
+    def chance(self, metric: str) -> float | None:
+        """1/N for an accuracy: the answer is one of the eval cycle's N words."""
+        return 1.0 / self.cfg.N if "acc" in metric else None
 
 
 DEPTH_BAR = 0.75  # depth_reached: the accuracy a hop count must reach to count as learned

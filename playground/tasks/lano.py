@@ -10,7 +10,7 @@ every sentence end is a target (the next ``<bos>``; only an end that falls exact
 edge is not, its ``<bos>`` being position 0 of the next window). With aligned windows an end is
 a target only when the next sentence fits in the same window: for cfg3f at context 512 about a
 third of the ends and none of the sentences longer than ~450 symbols, and models trained that
-way learn to stop only 57–62% of the time. ``data.packing=aligned`` keeps the old stream.
+way learn to stop only 57–62% of the time. ``data.packing=aligned`` packs aligned windows.
 
 A decoded example (``playground-data show task=cfg3f count=1``: eval split, index 0)::
 
@@ -195,6 +195,15 @@ class Lano(Task):
                     "ent_model": float(stats["ent_model"].mean()),
                     "mass_outside": float(stats["mass_outside"].mean())})
         return out
+
+    def question_counts(self) -> dict[str, int]:
+        """``gen_acc``: one question per generated sample (``task.gen_samples``)."""
+        return {"gen_acc": self.cfg.gen_samples}
+
+    def chance(self, metric: str) -> float | None:
+        """0 for ``gen_acc`` (a random token string is almost never a sentence of the grammar);
+        none for KL and the other distribution measures."""
+        return 0.0 if metric == "gen_acc" else None
 
     def generation_metrics(self, model, batch_size: int = 64) -> dict[str, float]:
         c, v = self.cfg, self.vocab

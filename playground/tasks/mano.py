@@ -46,6 +46,7 @@ from playground.tasks.base import (
     Vocab,
     rng_for,
     span_accuracy,
+    span_counts,
     teacher_forced_predictions,
 )
 
@@ -173,3 +174,14 @@ class Mano(Task):
             per_l = span_accuracy(*zip(*diag), "l")
             out.update({k: v for k, v in per_l.items() if k.startswith("acc_l")}, acc_all_l=per_l["acc"])
         return out
+
+    def question_counts(self) -> dict[str, int]:
+        """``acc``: the eval set's expressions; ``acc_l<l>`` / ``acc_all_l``: the diagnostic set's."""
+        examples = self.eval_examples()
+        main = [ex for ex in examples if ex.meta["split"] != DIAGNOSTIC]
+        diag = span_counts([ex for ex in examples if ex.meta["split"] == DIAGNOSTIC], "l")
+        return {"acc": span_counts(main, "l").get("acc", 0), "acc_all_l": diag.pop("acc", 0), **diag}
+
+    def chance(self, metric: str) -> float | None:
+        """1/23 for an accuracy: the answer is a residue mod 23."""
+        return 1.0 / MOD if metric.startswith("acc") else None

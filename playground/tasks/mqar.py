@@ -41,6 +41,7 @@ from playground.tasks.base import (
     distinct_words,
     rng_for,
     span_accuracy,
+    span_counts,
     teacher_forced_predictions,
 )
 
@@ -171,3 +172,11 @@ class Mqar(Task):
         preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)
         out = span_accuracy(examples, preds, "key_len")
         return {k: val for k, val in out.items() if not k.startswith("tok_acc")}
+
+    def question_counts(self) -> dict[str, int]:
+        """Queried keys, overall and per key length (``acc_key_len<n>``)."""
+        return span_counts(self.eval_examples(), "key_len")
+
+    def chance(self, metric: str) -> float | None:
+        """1/value_vocab for an accuracy: the answer is one of the value tokens."""
+        return 1.0 / self.cfg.value_vocab if metric.startswith("acc") else None

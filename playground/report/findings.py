@@ -1,0 +1,470 @@
+"""Findings: claims declared in a file (``sweeps/findings.yaml``), read from the run records.
+
+A finding names a claim, the paper's result it tests, two sides (a variant of a sweep each:
+``a`` the baseline, ``b`` the variant the claim is about), the cells it is read at (panel, size,
+config values that pick the row) and the seeds each side needs. For each finding and cell,
+:func:`evaluate` finds the runs of each side under a results folder (by what each run records of
+itself: sweep, variant, panel, size, seed, config values; never by its name) and
+:func:`compare` gives the margin of ``b`` over ``a``, a 95 % interval for it and a verdict by
+the rule of ``docs/findings.md``:
+
+- **holds** / **reversed**: ≥ 3 seeds a side and the interval excludes 0 (on the claimed side /
+  the other side); for a claim of sameness, **holds** when the interval lies inside
+  ±``tolerance`` and **differs** when it lies outside;
+- **suggestive** (or **suggestive, reversed** / **suggestive, differs**): the same with fewer
+  than 3 seeds on a side;
+- **inconclusive**: the interval covers 0 (or the tolerance's edge);
+- **at chance**: both sides' means inside the task's chance band (:func:`chance_band`);
+- **untested**: a side has no finished run.
+
+The interval is Welch's t-interval over seeds, with each side's per-seed variance floored at the
+binomial variance of its eval (p(1 - p) / questions, from ``Task.question_counts``): with a few
+seeds the sample variance can come out near 0 by luck, but no seed's score is more precise than
+its eval. Metrics that are not a fraction of questions (KL) have no floor.
+
+``needed_runs`` lists the sweep runs every finding still needs (``playground-sweep findings``
+launches exactly those).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from playground.config import shipped
+from playground.errors import ConfigError
+
+SPEC = shipped("sweeps") / "findings.yaml"
+ENTRY_KEYS = {"id", "result", "paper", "claim", "sweep", "scale", "a", "b", "expect", "tolerance",
+              "seeds", "cells", "note"}
+CELL_KEYS = {"panel", "size", "where", "metric", "tolerance"}
+FILE_KEYS = {"findings", "cells"}  # cells: named cells, for YAML anchors
+EXPECT = ("better", "same")
+MIN_SEEDS = 3  # seeds a side for a verdict beyond "suggestive"
+# Student t's 97.5 % quantile by degrees of freedom; a fractional Welch df takes the entry at or
+# below it (a wider interval); beyond 30, the normal 1.96.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
+COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "seeds_a", "seeds_b",
+           "values_a", "values_b", "mean_a", "mean_b", "margin", "low", "high", "questions", "chance",
+           "verdict", "missing"]
+
+
+@dataclass(frozen=True)
+class Side:
+    sweep: str  # the sweep file's name (fig7); its runs record sweep=<sweep>_<scale>
+    scale: str
+    variant: str
+
+    @property
+    def label(self) -> str:
+        return self.variant
+
+
+@dataclass(frozen=True)
+class Cell:
+    panel: str
+    size: str
+    where: tuple[tuple[str, str], ...] = ()  # config key (task.N) -> value, as text
+    metric: str = ""  # "": each run's stated primary metric
+    tolerance: float | None = None  # expect: same -- this cell's own (metric units)
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    result: str
+    paper: str
+    claim: str
+    a: Side
+    b: Side
+    expect: str
+    seeds: tuple[int, ...]
+    cells: tuple[Cell, ...]
+    tolerance: float = 0.0
+    note: str = ""
+    sides: tuple[Side, Side] = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "sides", (self.a, self.b))
+
+
+def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
+    """The findings of ``path`` (only those of the paper's ``results``, comma-separated, if
+    given); every problem is a ConfigError naming the entry and key."""
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    entries = spec.get("findings") if isinstance(spec, dict) else None
+    if isinstance(spec, dict) and (unknown := set(spec) - FILE_KEYS):
+        raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: expected a top-level 'findings:' list")
+    found, ids = [], set()
+    for i, entry in enumerate(entries):
+        where = f"{path}: findings[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be a mapping")
+        if unknown := set(entry) - ENTRY_KEYS:
+            raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
+        for key in ("id", "result", "claim", "a", "b", "seeds", "cells", "sweep", "scale"):
+            if entry.get(key) in (None, "", []):
+                raise ConfigError(f"{where}.{key} is missing")
+        where = f"{path}: finding {entry['id']}"
+        if entry["id"] in ids:
+            raise ConfigError(f"{where}: the id is used twice")
+        ids.add(entry["id"])
+        expect = entry.get("expect", "better")
+        if expect not in EXPECT:
+            raise ConfigError(f"{where}.expect={expect!r} is invalid: expected one of {EXPECT}")
+        tolerance = float(entry.get("tolerance", 0.0))
+        cells = tuple(_cell(c, f"{where}.cells[{j}]") for j, c in enumerate(entry["cells"]))
+        if expect == "same" and min(tolerance if c.tolerance is None else c.tolerance for c in cells) <= 0:
+            raise ConfigError(f"{where}.tolerance must be > 0 for expect: same (the finding's or each cell's)")
+        seeds = entry["seeds"]
+        if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+            raise ConfigError(f"{where}.seeds={seeds!r} is invalid: expected a list of integers")
+        sides = [_side(entry, key, where) for key in ("a", "b")]
+        found.append(Finding(str(entry["id"]), str(entry["result"]), str(entry.get("paper", "")),
+                             str(entry["claim"]), *sides, expect, tuple(seeds), cells, tolerance,
+                             str(entry.get("note", ""))))
+    if results:
+        wanted = results.split(",")
+        if unknown := sorted(set(wanted) - {f.result for f in found}):
+            raise ConfigError(f"results={unknown} is invalid: the findings test results "
+                              f"{sorted({f.result for f in found})}")
+        found = [f for f in found if f.result in wanted]
+    return found
+
+
+def _side(entry: dict, key: str, where: str) -> Side:
+    value = entry[key]
+    if isinstance(value, str):
+        return Side(str(entry["sweep"]), str(entry["scale"]), value)
+    if isinstance(value, dict) and set(value) <= {"sweep", "scale", "variant"} and "variant" in value:
+        return Side(str(value.get("sweep", entry["sweep"])), str(value.get("scale", entry["scale"])),
+                    str(value["variant"]))
+    raise ConfigError(f"{where}.{key}={value!r} is invalid: expected a variant name or "
+                      "{sweep: NAME, variant: NAME}")
+
+
+def _cell(cell, where: str) -> Cell:
+    if not isinstance(cell, dict) or not {"panel", "size"} <= set(cell):
+        raise ConfigError(f"{where} is invalid: expected {{panel: ..., size: ..., where: {{...}}}}")
+    if unknown := set(cell) - CELL_KEYS:
+        raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(CELL_KEYS)}")
+    pairs = cell.get("where") or {}
+    if not isinstance(pairs, dict):
+        raise ConfigError(f"{where}.where must be a mapping of config key: value")
+    tolerance = cell.get("tolerance")
+    return Cell(str(cell["panel"]), str(cell["size"]), tuple((k, str(v)) for k, v in pairs.items()),
+                str(cell.get("metric") or ""), None if tolerance is None else float(tolerance))
+
+
+# -- which runs ------------------------------------------------------------------------------
+
+
+def _same(value, wanted: str) -> bool:
+    """A config value equals the finding's text (numbers compare as numbers: 1e-3 = 0.001)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    try:
+        return math.isclose(float(value), float(wanted), rel_tol=1e-9)
+    except (TypeError, ValueError):
+        return str(value) == wanted
+
+
+def side_runs(frame: pd.DataFrame, side: Side, cell: Cell, seeds: tuple[int, ...]) -> pd.DataFrame:
+    """The runs of ``side`` at ``cell`` with one of ``seeds``, from a ``load_runs`` table."""
+    if frame.empty or "config.sweep" not in frame:
+        return frame.iloc[0:0]
+    keep = frame["seed"].isin(seeds)
+    for key, value in (("sweep", f"{side.sweep}_{side.scale}"), ("variant", side.variant),
+                       ("panel", cell.panel), ("model.size", cell.size), *cell.where):
+        column = frame.get(f"config.{key}", pd.Series(None, index=frame.index))
+        keep &= column.map(lambda v, value=value: _same(v, value))
+    runs = frame[keep]
+    if runs["seed"].duplicated().any():
+        raise ConfigError(f"{side.variant} at {cell.panel} {cell.size} {dict(cell.where)}: several runs "
+                          f"share a seed ({sorted(runs['run'])}); add the key that tells them apart "
+                          "(e.g. train.lr) to the cell's where")
+    return runs
+
+
+def needed_runs(findings: list[Finding], root: str) -> list[list[str]]:
+    """The override lists of every sweep run some finding needs that has no finished summary
+    under ``root`` (each once, in the findings' order)."""
+    from playground.config import compose
+    from playground.run.train import finished_summary
+    from playground.sweep.spec import find_sweep_file, load_sweep
+
+    todo, seen = [], set()
+    for finding in findings:
+        for cell in finding.cells:
+            for side in finding.sides:
+                extra = [f"seed={','.join(map(str, finding.seeds))}", f"size={cell.size}"]
+                sweep = load_sweep(find_sweep_file(side.sweep), side.scale, cell.panel, extra, side.variant)
+                sweep.root = root
+                for overrides in sweep.runs():
+                    if tuple(overrides) in seen:
+                        continue
+                    cfg = compose(overrides)
+                    if all(_same(OmegaConf.select(cfg, key), value) for key, value in cell.where):
+                        seen.add(tuple(overrides))
+                        if finished_summary(Path(cfg.out_dir)) is None:
+                            todo.append(overrides)
+    return todo
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+
+def t975(df: float | None) -> float:
+    """Student t's two-sided 95 % quantile at ``df`` degrees of freedom (None: the normal's)."""
+    if df is None or df > max(T975):
+        return 1.96
+    return T975[max(k for k in T975 if k <= max(df, 1) + 1e-9)]
+
+
+def chance_band(chance: float | None) -> float | None:
+    """The score below which a side counts as at chance: twice the uniform-guess rate (a model
+    that learns the answers' marginal distribution beats a uniform guess without solving
+    anything), or 2 % where that rate is about 0 (a whole generated answer must be exact)."""
+    if chance is None:
+        return None
+    return 2 * chance if chance > 0 else 0.02
+
+
+def compare(a: list[float], b: list[float], questions_a: float | None = None,
+            questions_b: float | None = None, lower: bool = False, chance: float | None = None,
+            expect: str = "better", tolerance: float = 0.0) -> dict:
+    """The margin of side ``b`` over side ``a`` (positive: ``b`` does better; for a
+    lower-is-better metric, ``a - b``), its 95 % interval and the verdict (module docstring).
+    ``questions_*``: the eval's questions behind each side's metric (None: not a proportion)."""
+    out = {"seeds_a": len(a), "seeds_b": len(b), "mean_a": np.nan, "mean_b": np.nan,
+           "margin": np.nan, "low": np.nan, "high": np.nan}
+    if not a or not b:
+        return {**out, "verdict": "untested"}
+    ma, mb = float(np.mean(a)), float(np.mean(b))
+    margin = (ma - mb) if lower else (mb - ma)
+    parts = [_variance(a, ma, questions_a) / len(a), _variance(b, mb, questions_b) / len(b)]
+    half = t975(_welch_df(parts, (len(a), len(b)))) * math.sqrt(sum(parts))
+    low, high = margin - half, margin + half
+    if questions_a and questions_b:  # a difference of two proportions lies in [-1, 1]
+        low, high = max(low, -1.0), min(high, 1.0)
+    out.update(mean_a=ma, mean_b=mb, margin=margin, low=low, high=high)
+    band = chance_band(chance)
+    if band is not None and ma < band and mb < band:
+        return {**out, "verdict": "at chance"}
+    if expect == "same":
+        verdict = ("holds" if -tolerance <= low and high <= tolerance else
+                   "differs" if low > tolerance or high < -tolerance else "inconclusive")
+    else:
+        verdict = "holds" if low > 0 else "reversed" if high < 0 else "inconclusive"
+    if min(len(a), len(b)) < MIN_SEEDS and verdict != "inconclusive":
+        verdict = "suggestive" if verdict == "holds" else f"suggestive, {verdict}"
+    return {**out, "verdict": verdict}
+
+
+def _variance(values: list[float], mean: float, questions: float | None) -> float:
+    """A side's per-seed variance: the sample variance over seeds, at least the binomial
+    variance of one eval of ``questions`` questions at the side's mean."""
+    sample = float(np.var(values, ddof=1)) if len(values) > 1 else 0.0
+    floor = mean * (1 - mean) / questions if questions else 0.0
+    return max(sample, floor)
+
+
+def _welch_df(parts: list[float], ns: tuple[int, int]) -> float | None:
+    """Welch–Satterthwaite degrees of freedom of the margin; None (the normal quantile) when a
+    side has a single seed (its variance is the eval's binomial one, known, not estimated)."""
+    if min(ns) < 2:
+        return None
+    denominator = sum(p * p / (n - 1) for p, n in zip(parts, ns))
+    return sum(parts) ** 2 / denominator if denominator > 0 else None
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per finding and cell (``COLUMNS``) from a ``load_runs`` table."""
+    from playground.report.cells import lower_is_better
+
+    counts = _Counts()
+    rows = []
+    for finding in findings:
+        for cell in finding.cells:
+            sides = [side_runs(frame, side, cell, finding.seeds) for side in finding.sides]
+            done = [runs[runs["status"] == "finished"] for runs in sides]
+            metric = cell.metric or _stated_metric(done)
+            values = [_values(runs, metric) for runs in done]
+            questions = [counts.mean(runs, metric) for runs in done]
+            chance = counts.chance(done, metric)
+            stats = compare(*values, *questions, lower=lower_is_better(metric), chance=chance,
+                            expect=finding.expect,
+                            tolerance=finding.tolerance if cell.tolerance is None else cell.tolerance)
+            missing = [f"{side.variant} seed {s}" for side, runs in zip(finding.sides, done)
+                       for s in finding.seeds if s not in set(runs["seed"])]
+            row_label = next((r["record.task.row"] for runs in done for _, r in runs.iterrows()), "")
+            rows.append({"id": finding.id, "result": finding.result, "claim": finding.claim,
+                         "panel": cell.panel, "row": row_label or _where_text(cell), "size": cell.size,
+                         "metric": metric, "a": finding.a.label, "b": finding.b.label,
+                         "values_a": _join(values[0]), "values_b": _join(values[1]),
+                         "questions": _join([q for q in questions if q]), "chance": chance,
+                         "missing": "; ".join(missing), **stats})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _stated_metric(done: list[pd.DataFrame]) -> str:
+    for runs in done:
+        if not runs.empty and "record.task.metric" in runs:
+            return str(runs["record.task.metric"].iloc[0])
+    return "primary"
+
+
+def _values(runs: pd.DataFrame, metric: str) -> list[float]:
+    column = f"metrics.{metric}" if f"metrics.{metric}" in runs else metric
+    if runs.empty or column not in runs:
+        return []
+    return [float(v) for v in runs.sort_values("seed")[column] if pd.notna(v)]
+
+
+def _join(values: list[float]) -> str:
+    return ";".join(f"{v:.4g}" for v in values)
+
+
+def _where_text(cell: Cell) -> str:
+    """A row label from the cell's config values where no run records one (``N=15``, ``cfg3f``)."""
+    return ",".join(v if k.endswith(("preset", "grammar")) else f"{k.rsplit('.', 1)[-1]}={v}"
+                    for k, v in cell.where)
+
+
+class _Counts:
+    """Each run's eval questions and chance from its task (``Task.question_counts`` /
+    ``Task.chance``), built once per task config."""
+
+    def __init__(self):
+        self.tasks: dict[str, object] = {}
+        self.counts: dict[int, dict[str, int]] = {}
+
+    def task(self, run: pd.Series):
+        from playground.config import from_container
+        from playground.tasks import build_task
+
+        path = Path(run["run_dir"]) / "config.yaml"
+        config = OmegaConf.to_container(OmegaConf.load(path))
+        key = repr(sorted(config["task"].items()))
+        if key not in self.tasks:
+            self.tasks[key] = build_task(from_container(config).task)
+        return self.tasks[key]
+
+    def mean(self, runs: pd.DataFrame, metric: str) -> float | None:
+        counts = [self.questions(self.task(r)).get(metric) for _, r in runs.iterrows()]
+        return float(np.mean(counts)) if counts and all(counts) else None
+
+    def questions(self, task) -> dict[str, int]:
+        if id(task) not in self.counts:
+            self.counts[id(task)] = task.question_counts()
+        return self.counts[id(task)]
+
+    def chance(self, done: list[pd.DataFrame], metric: str) -> float | None:
+        for runs in done:
+            for _, run in runs.iterrows():
+                return self.task(run).chance(metric)
+        return None
+
+
+def markdown(table: pd.DataFrame, findings: list[Finding]) -> str:
+    """The findings table in markdown: one line per finding and cell, grouped by result."""
+    lines = ["| result | claim | cell | metric | A | B | margin B − A [95 % CI] | chance | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        percent = "acc" in r["metric"]
+        lines.append(f"| {r['result']} | {r['claim']} | {r['panel']} {r['row']} {r['size']} | {r['metric']} "
+                     f"| {_side_text(r, 'a', percent)} | {_side_text(r, 'b', percent)} "
+                     f"| {_margin_text(r, percent)} | {_number(r['chance'], percent)} | **{r['verdict']}** |")
+    notes = [f"- **{f.id}** (Result {f.result}): {f.note}" for f in findings if f.note]
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def summary(table: pd.DataFrame) -> str:
+    """One line per finding, one column per cell (panel and row): the verdict with the seeds a
+    side and the margin, e.g. ``holds +35.4 pt (seeds 3 + 3)``; ``—`` where the finding has no
+    such cell."""
+    cells = list(dict.fromkeys(f"{r['panel']} {r['row']}" for _, r in table.iterrows()))
+    metrics = {f"{r['panel']} {r['row']}": r["metric"] for _, r in table.iloc[::-1].iterrows()
+               if r["metric"] != "primary"}
+    lines = ["| result | claim | " + " | ".join(f"{c} ({metrics.get(c, 'primary')})" for c in cells) + " |",
+             "|---|---|" + "---|" * len(cells)]
+    for _, block in table.groupby("id", sort=False):
+        first = block.iloc[0]
+        by_cell = {f"{r['panel']} {r['row']}": _verdict_text(r) for _, r in block.iterrows()}
+        lines.append(f"| {first['result']} | {first['claim']} | "
+                     + " | ".join(by_cell.get(c, "—") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _verdict_text(row: pd.Series) -> str:
+    if row["verdict"] == "untested":
+        return "untested"
+    margin = _margin_text(row, "acc" in row["metric"]).split(" [")[0]
+    return f"**{row['verdict']}** {margin} (seeds {row['seeds_a']} + {row['seeds_b']})"
+
+
+def _number(value, percent: bool) -> str:
+    if value is None or pd.isna(value):
+        return "—"
+    return f"{100 * value:.1f} %" if percent else f"{value:.3g}"
+
+
+def _side_text(row: pd.Series, side: str, percent: bool) -> str:
+    n = row[f"seeds_{side}"]
+    if not n:
+        return f"{row[side]}: no run"
+    return f"{row[side]}: {_number(row[f'mean_{side}'], percent)} (n = {n})"
+
+
+def _margin_text(row: pd.Series, percent: bool) -> str:
+    if pd.isna(row["margin"]):
+        return "—"
+    scale, unit = (100, " pt") if percent else (1, "")
+    return f"{scale * row['margin']:+.3g}{unit} [{scale * row['low']:+.3g}, {scale * row['high']:+.3g}]"
+
+
+def figure(table: pd.DataFrame, result: str):
+    """Result ``result``'s findings: one panel per finding and cell, each side's per-seed values
+    as points over a bar of their mean, the chance level dashed, the verdict in the title."""
+    import matplotlib.pyplot as plt
+
+    rows = table[table["result"] == result]
+    fig, axes = plt.subplots(1, len(rows), figsize=(2.6 * len(rows), 3.6), squeeze=False)
+    for ax, (_, r) in zip(axes[0], rows.iterrows()):
+        percent = "acc" in r["metric"]
+        scale = 100 if percent else 1
+        for x, side in enumerate(("a", "b")):
+            values = [scale * float(v) for v in str(r[f"values_{side}"]).split(";") if v not in ("", "nan")]
+            if values:
+                ax.bar(x, np.mean(values), width=0.6, color=("#9aa5b1", "#2b6cb0")[x], alpha=0.8)
+                ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))], values,
+                           color="black", s=14, zorder=3)
+            else:
+                ax.text(x, 0, "no run", ha="center", va="bottom", fontsize=7)
+        if pd.notna(r["chance"]) and r["chance"] is not None:
+            ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
+            ax.text(1.45, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="right",
+                    va="bottom")
+        ax.set_xticks([0, 1], [_wrap(r["a"]), _wrap(r["b"])], fontsize=6)
+        ax.set_ylabel(f"{r['metric']} ({'%' if percent else 'lower is better'})", fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']} "
+                     f"(n = {r['seeds_a']} / {r['seeds_b']})", fontsize=7)
+    fig.suptitle(f"Result {result} at the mini probe cells (points: seeds; bar: mean)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _wrap(label: str) -> str:
+    return label.replace("_", "_\n", 2) if len(label) > 12 else label

@@ -1,0 +1,244 @@
+"""Findings (playground.report.findings): the verdict rule on synthetic numbers and on synthetic
+run records with known answers, the shipped findings file, the probe sweep's rows, the runs a
+finding still needs, and the generated tables in the READMEs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from playground.config import compose
+from playground.errors import ConfigError
+from playground.report import findings as fnd
+from playground.report.table import check_integrity, load_runs
+from playground.run.rundir import config_hash
+from tests.conftest import task_from
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- the rule on numbers ---------------------------------------------------------------------
+
+
+def test_a_true_effect_with_three_seeds_holds():
+    out = fnd.compare([0.10, 0.12, 0.08], [0.60, 0.55, 0.65], 512, 512)
+    assert out["verdict"] == "holds" and out["low"] > 0 and out["margin"] == pytest.approx(0.5)
+
+
+def test_a_reversed_effect_reads_reversed():
+    assert fnd.compare([0.60, 0.55, 0.65], [0.10, 0.12, 0.08], 512, 512)["verdict"] == "reversed"
+
+
+def test_one_seed_is_at_most_suggestive():
+    one = fnd.compare([0.10], [0.90], 512, 512)
+    assert one["verdict"] == "suggestive" and one["low"] > 0  # binomial noise alone excludes 0
+    assert fnd.compare([0.90], [0.10], 512, 512)["verdict"] == "suggestive, reversed"
+    assert fnd.compare([0.1, 0.1], [0.9, 0.9], 512, 512)["verdict"] == "suggestive"
+
+
+def test_an_effect_within_binomial_noise_is_inconclusive():
+    # identical seeds (sample variance 0) but 64 questions: the binomial floor keeps it open
+    out = fnd.compare([0.50, 0.50, 0.50], [0.53, 0.53, 0.53], 64, 64)
+    assert out["verdict"] == "inconclusive" and out["low"] < 0 < out["high"]
+    # the same margin with 100,000 questions a seed is beyond the eval's noise
+    assert fnd.compare([0.50, 0.50, 0.50], [0.53, 0.53, 0.53], 100_000, 100_000)["verdict"] == "holds"
+
+
+def test_a_seed_spread_wider_than_the_margin_is_inconclusive():
+    assert fnd.compare([0.1, 0.5, 0.9], [0.2, 0.6, 0.95], 512, 512)["verdict"] == "inconclusive"
+
+
+def test_both_sides_at_chance():
+    out = fnd.compare([0.05, 0.06, 0.07], [0.08, 0.075, 0.085], 512, 512, chance=1 / 23)
+    assert out["verdict"] == "at chance"
+    # one side above the band is not at chance
+    assert fnd.compare([0.05, 0.06, 0.07], [0.4, 0.5, 0.45], 512, 512, chance=1 / 23)["verdict"] == "holds"
+
+
+def test_lower_is_better_turns_the_margin():
+    out = fnd.compare([0.15, 0.14, 0.16], [0.036, 0.037, 0.035], lower=True)
+    assert out["margin"] == pytest.approx(0.114, abs=1e-3) and out["verdict"] == "holds"
+
+
+def test_sameness_within_and_beyond_the_tolerance():
+    same = fnd.compare([0.96, 0.97, 0.965], [0.97, 0.965, 0.968], 1280, 1280, expect="same", tolerance=0.05)
+    assert same["verdict"] == "holds"
+    far = fnd.compare([0.41, 0.45, 0.43], [0.07, 0.07, 0.071], 512, 512, expect="same", tolerance=0.05)
+    assert far["verdict"] == "differs"
+
+
+def test_no_run_on_a_side_is_untested():
+    assert fnd.compare([], [0.5, 0.6, 0.7])["verdict"] == "untested"
+
+
+def test_the_t_quantiles():
+    assert fnd.t975(2) == pytest.approx(4.303) and fnd.t975(2.7) == pytest.approx(4.303)
+    assert fnd.t975(None) == 1.96 and fnd.t975(500) == 1.96
+    # the Welch interval with equal variances and n = 3 a side has 4 degrees of freedom
+    a, b = [0.1, 0.2, 0.3], [0.6, 0.7, 0.8]
+    out = fnd.compare(a, b)
+    half = 2.776 * np.sqrt(2 * 0.01 / 3)
+    assert out["high"] - out["margin"] == pytest.approx(half, rel=1e-3)
+
+
+# -- synthetic run records, end to end ---------------------------------------------------------
+
+
+def _write_run(root: Path, variant: str, seed: int, acc: float, base: dict) -> None:
+    """A finished run of the mqar_tiny task: config.yaml and summary.json as training writes them."""
+    config = json.loads(json.dumps(base))
+    config.update(seed=seed, variant=variant, run_name=f"{variant}_s{seed}")
+    config["out_dir"] = str(root / "syn_cpu" / config["run_name"])
+    d = Path(config["out_dir"])
+    d.mkdir(parents=True)
+    (d / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    summary = {"status": "finished", "config_hash": config_hash(config), "metrics": {"acc": acc},
+               "primary": acc, "primary_metric": "acc"}
+    (d / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Runs of four claims with known answers on mqar_tiny (its eval: 32 examples)."""
+    root = tmp_path_factory.mktemp("runs")
+    base = OmegaConf.to_container(compose(["task=mqar_tiny", "size=2L64D", "task.eval_size=32",
+                                           "sweep=syn_cpu", "panel=p"]), resolve=True)
+    base.pop("hydra", None)
+    values = {"base": [0.50, 0.52, 0.48], "good": [0.90, 0.85, 0.88], "bad": [0.10, 0.12, 0.11],
+              "same": [0.51, 0.50, 0.49], "one": [0.90], "low": [0.02, 0.03, 0.01], "low2": [0.03, 0.02, 0.04]}
+    for variant, accs in values.items():
+        for seed, acc in enumerate(accs):
+            _write_run(root, variant, seed, acc, base)
+    spec = root / "findings.yaml"
+    cell = {"panel": "p", "size": "2L64D"}
+    entries = [{"id": f"F-{b}", "result": "1", "claim": f"{b} beats {a}", "sweep": "syn", "scale": "cpu",
+                "a": a, "b": b, "seeds": [0, 1, 2], "cells": [cell]}
+               for a, b in (("base", "good"), ("base", "bad"), ("base", "same"), ("base", "one"),
+                            ("low", "low2"), ("base", "missing"))]
+    spec.write_text(yaml.safe_dump({"findings": entries}))
+    frame, refused = check_integrity(load_runs(root))
+    assert not refused
+    return root, spec, fnd.evaluate(fnd.load_findings(spec), frame).set_index("id")
+
+
+def test_synthetic_records_give_the_known_verdicts(synthetic):
+    _, _, table = synthetic
+    assert table.loc["F-good", "verdict"] == "holds"
+    assert table.loc["F-bad", "verdict"] == "reversed"
+    assert table.loc["F-same", "verdict"] == "inconclusive"
+    assert table.loc["F-low2", "verdict"] == "at chance"  # both below 2 × chance (mqar_tiny: 1/value_vocab)
+    assert table.loc["F-one", "verdict"] == "suggestive"
+    assert table.loc["F-missing", "verdict"] == "untested"
+    assert table.loc["F-missing", "missing"] == "missing seed 0; missing seed 1; missing seed 2"
+
+
+def test_synthetic_records_carry_seeds_values_and_questions(synthetic):
+    _, _, table = synthetic
+    good = table.loc["F-good"]
+    assert (good["seeds_a"], good["seeds_b"]) == (3, 3)
+    assert good["values_b"] == "0.9;0.85;0.88"
+    n = task_from("task=mqar_tiny", "task.eval_size=32").question_counts()["acc"]
+    assert good["questions"] == f"{n:.4g};{n:.4g}"
+    assert good["chance"] == pytest.approx(1 / task_from("task=mqar_tiny").cfg.value_vocab)
+
+
+def test_the_report_command_writes_the_table_and_a_figure(synthetic, tmp_path):
+    from playground.report.cli import main
+
+    root, spec, _ = synthetic
+    main(["findings", str(root), f"spec={spec}", f"out={tmp_path}"])
+    assert (tmp_path / "findings_1.png").exists()
+    md = (tmp_path / "findings.md").read_text()
+    assert "| 1 | good beats base | p " in md and "**holds**" in md and "**untested**" in md
+
+
+def test_several_runs_of_one_seed_are_refused(synthetic, tmp_path):
+    root, spec, _ = synthetic
+    frame, _ = check_integrity(load_runs(root))
+    twice = frame.copy()
+    twice["config.train.lr"] = 1.0
+    both = pd.concat([twice, frame.assign(**{"config.train.lr": 2.0})], ignore_index=True)
+    with pytest.raises(ConfigError, match="share a seed"):
+        fnd.evaluate(fnd.load_findings(spec), both)
+
+
+def test_bad_findings_files_are_refused_by_name(tmp_path):
+    path = tmp_path / "f.yaml"
+    good = {"id": "x", "result": "1", "claim": "c", "sweep": "fig7", "scale": "mini", "a": "llama_rope",
+            "b": "llama_rope_canon", "seeds": [0], "cells": [{"panel": "mano", "size": "8L512D"}]}
+    for change, message in (({"expect": "worse"}, "expect"), ({"seeds": "0,1"}, "seeds"),
+                            ({"cells": [{"panel": "mano"}]}, "cells"), ({"colour": 1}, "colour"),
+                            ({"expect": "same"}, "tolerance")):
+        path.write_text(yaml.safe_dump({"findings": [{**good, **change}]}))
+        with pytest.raises(ConfigError, match=message):
+            fnd.load_findings(path)
+    path.write_text(yaml.safe_dump({"findings": [good, good]}))
+    with pytest.raises(ConfigError, match="twice"):
+        fnd.load_findings(path)
+
+
+# -- the shipped files -----------------------------------------------------------------------
+
+
+def test_the_shipped_findings_load_and_name_real_variants_and_panels():
+    findings = fnd.load_findings()
+    assert {f.result for f in findings} >= {"2", "3a", "3b", "3c", "4", "5", "6", "7", "8", "9", "10"}
+    for finding in findings:
+        for side in finding.sides:
+            sweep = yaml.safe_load((ROOT / "sweeps" / f"{side.sweep}.yaml").read_text())
+            assert side.variant in sweep["variants"], (finding.id, side)
+            panels = {row["panel"] for row in sweep["scales"][side.scale]["rows"]}
+            assert {c.panel for c in finding.cells} <= panels, finding.id
+
+
+def test_the_probe_rows_are_fig7s_mini_rows():
+    fig7 = yaml.safe_load((ROOT / "sweeps" / "fig7.yaml").read_text())["scales"]["mini"]
+    probe = yaml.safe_load((ROOT / "sweeps" / "probe.yaml").read_text())["scales"]["mini"]
+    assert probe["overrides"] == fig7["overrides"]
+    for row in probe["rows"]:
+        assert row in fig7["rows"], row
+
+
+def test_needed_runs_are_the_unfinished_runs_of_each_side(tmp_path):
+    """A finding over fig7's mini Mano cell: runs whose summary is finished under root are not
+    needed again; the rest are, each once, with the fig7 recipe."""
+    spec = tmp_path / "f.yaml"
+    spec.write_text(yaml.safe_dump({"findings": [
+        {"id": "x", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini", "a": "llama_rope",
+         "b": "llama_rope_canon", "seeds": [0, 1], "cells": [{"panel": "mano", "size": "8L512D",
+                                                              "where": {"task.L": 4}}]},
+        {"id": "y", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini", "a": "llama_rope",
+         "b": "llama_rope_canon", "seeds": [0], "cells": [{"panel": "mano", "size": "8L512D",
+                                                           "where": {"task.L": 4}}]}]}))
+    runs = fnd.needed_runs(fnd.load_findings(spec), str(tmp_path / "root"))
+    assert len(runs) == 4  # 2 variants × 2 seeds, finding y's runs counted once
+    assert all("task.L=4" in r and "sweep=fig7_mini" in r for r in runs)
+    first = compose(runs[0])
+    Path(first.out_dir).mkdir(parents=True)
+    (Path(first.out_dir) / "summary.json").write_text(json.dumps({"status": "finished"}))
+    assert len(fnd.needed_runs(fnd.load_findings(spec), str(tmp_path / "root"))) == 3
+
+
+def test_the_readme_findings_tables_are_the_reports_output():
+    """results/mini/findings/ holds what `playground-report findings results/mini/runs` writes,
+    and README.md and results/mini/README.md show its summary (between the findings markers),
+    unedited."""
+    frame, _ = check_integrity(load_runs(ROOT / "results" / "mini" / "runs"))
+    findings = fnd.load_findings()
+    table = fnd.evaluate(findings, frame)
+    out = ROOT / "results" / "mini" / "findings"
+    assert (out / "findings.md").read_text() == fnd.markdown(table, findings)
+    summary = fnd.summary(table)
+    assert (out / "summary.md").read_text() == summary
+    for readme in (ROOT / "README.md", ROOT / "results" / "mini" / "README.md"):
+        text = readme.read_text()
+        block = re.search(r"<!-- findings:begin -->\n(.*?)<!-- findings:end -->", text, re.S)
+        assert block, f"{readme} has no findings block"
+        assert block.group(1) == summary, f"{readme}: regenerate with playground-report findings"
