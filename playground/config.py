@@ -389,14 +389,15 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
 
 
 def upgrade(data: dict) -> dict:
-    """A resolved config written by an earlier version, in today's schema."""
+    """A resolved config with legacy keys (no ``data.packing``; Mamba2's ``variant``), in the
+    current schema."""
     return _upgrade_packing(_upgrade_mamba_variant(data))
 
 
 def _upgrade_packing(data: dict) -> dict:
-    """Before ``data.packing`` existed every task packed aligned windows. Such a config says
-    ``auto`` where the task's own packing is aligned (the same stream, so the run can resume
-    under today's default), else ``aligned`` (what it trained on, e.g. Lano before it streamed)."""
+    """A config without ``data.packing`` was trained on aligned windows. It says ``auto`` where
+    the task's own packing is aligned (the same stream, so the run can resume under the default),
+    else ``aligned`` (what it trained on, e.g. Lano, whose own packing is ``stream``)."""
     name = data.get("task", {}).get("name")
     if name is None or "packing" in data.get("data", {}):
         return data

@@ -191,8 +191,8 @@ def test_a_run_records_what_it_is(make_cfg, tmp_path):
 
 
 def test_old_run_configs_upgrade_to_todays_schema():
-    """A Mamba2 config written when its ``variant`` chose Canon reads as today's: conv and
-    Canon positions (tests/fixtures/results/mixed_cpu, made by the earlier code)."""
+    """A Mamba2 config with the legacy ``variant`` key (which chose Canon) reads in the current
+    schema: conv and Canon positions (tests/fixtures/results/mixed_cpu holds such configs)."""
     from omegaconf import OmegaConf
 
     fixture = Path(__file__).parent / "fixtures" / "results" / "mixed_cpu"
@@ -208,9 +208,9 @@ def test_old_run_configs_upgrade_to_todays_schema():
 
 
 def test_old_run_configs_say_how_they_were_packed(tmp_path):
-    """Configs written before ``data.packing`` existed were packed aligned: they read as ``auto``
-    where that is the task's own (so they resume under today's default) and as ``aligned`` for
-    Lano, whose own is now a stream (so resuming one under the default is refused, by key)."""
+    """Configs without ``data.packing`` were packed aligned: they read as ``auto`` where that is
+    the task's own (so they resume under the default) and as ``aligned`` for Lano, whose own is a
+    stream (so resuming one under the default is refused, by key)."""
     from omegaconf import OmegaConf
 
     from playground.config import compose

@@ -1,5 +1,5 @@
 """Benchmarks of the grammar engine (``pytest -m bench -s tests/test_grammar_bench.py``): print
-the figures recorded in docs/PERFORMANCE.md and check the issue's targets. CPU time of this
+the figures recorded in docs/PERFORMANCE.md and check the speed targets. CPU time of this
 process is reported next to wall time, since the development machine's cores are shared."""
 
 from __future__ import annotations

@@ -416,8 +416,8 @@ def test_norm_canon_kernels_compile_for_hopper_without_spills():
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
 def test_canon_forward_kernels_read_and_write_whole_vectors():
     """The forward kernels move activations 16 bytes at a time, also the Canon-B + RoPE one for
-    full RoPE and NoPE: no global load or store of a single bf16 (the RoPE kernel read its
-    partner lanes through a computed index until 2026-11-25, and 64 such loads per thread showed)."""
+    full RoPE and NoPE: no global load or store of a single bf16 (a RoPE kernel that reads its
+    partner lanes through a computed index shows 64 such loads per thread)."""
     from playground.kernels import canon_triton as m
 
     for fn, shape, warps in [(m._fwd_kernel, {"BT": m.BLOCK_T, "BC": m.BLOCK_C}, m.FWD_WARPS),

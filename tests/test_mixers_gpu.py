@@ -264,7 +264,7 @@ FIRST_STEP = textwrap.dedent("""
                                   pytest.param("mamba2", marks=needs("fla")),
                                   pytest.param("gdn", marks=[needs("fla"), NO_GATED_BACKWARD])])
 def test_first_training_step_on_a_cold_triton_cache_is_under_60s(kind, tmp_path):
-    """The issue's requirement: with an empty Triton cache (a fresh machine) the first
+    """The requirement: with an empty Triton cache (a fresh machine) the first
     forward+backward of 12L768D at batch 16 × 2048, bf16, finishes within 60 s."""
     env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}
     proc = subprocess.run([sys.executable, "-c", FIRST_STEP, kind], env=env, capture_output=True,

@@ -33,13 +33,13 @@ def records(out: Path) -> list[dict]:
             for r in runs.MetricsLog(out / "metrics.jsonl").records()]
 
 
-# Losses of a resumed run against an uninterrupted one, relative: on the 2-core development machine
-# two from-scratch runs of this config logged different losses three times (up to 6.6e-6), the cause
-# a first call of cos split over two threads on a loaded machine, removed on 2026-11-25 by
-# playground.run.device.warm_vector_math (docs/runs.md, "Repeatability"). The tolerance stays as a
-# guard against a source not yet seen; a resume that restored anything wrongly moves them by far
-# more: test_the_loss_tolerance_still_sees_a_subtly_different_run shows a 10 % change of Adam's
-# epsilon exceeding it.
+# Losses of a resumed run against an uninterrupted one, relative. Without
+# playground.run.device.warm_vector_math, two from-scratch runs of this config on the loaded 2-core
+# development machine logged different losses three times (up to 6.6e-6): a first call of cos split
+# over two threads (docs/runs.md, "Repeatability"). The tolerance is a guard against a source not
+# seen so far; a resume that restored anything wrongly moves them by far more:
+# test_the_loss_tolerance_still_sees_a_subtly_different_run shows a 10 % change of Adam's epsilon
+# exceeding it.
 LOSS_REL = 1e-4
 
 

@@ -378,9 +378,9 @@ def test_committed_mini_heatmap_agrees_with_its_runs():
     assert len(versus) == 24
     for row in versus.itertuples():
         assert row.value_ours == pytest.approx(ours[(row.row_paper, row.size, row.canon)])
-    # the sweep file as run: its Lano rows are still those of sweeps/fig7.yaml (other panels have
-    # moved on since) but for the lr grid, which is now the one lr the panel ran at (its file listed
-    # two; the command chose 5e-4); the runs predate data.packing (read as aligned), so a rerun
+    # the sweep file as run: its Lano rows are those of sweeps/fig7.yaml (its other panels differ)
+    # but for the lr grid: sweeps/fig7.yaml lists the one lr the panel ran at, the file as run two
+    # (the command chose 5e-4); the runs' configs have no data.packing (read as aligned), so a rerun
     # trains the stream-window panel, results/mini/fig7_lano, instead of resuming them
     as_run, now = (yaml.safe_load(f.read_text())["scales"]["mini"] for f in (folder / "sweep.yaml", find_sweep_file("fig7")))
     assert as_run["overrides"] == now["overrides"]
@@ -440,5 +440,6 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
     rows = [[r for r in scale["rows"] if r["panel"] == panel] for scale in (as_run, now)]
     no_grid = [[{k: v for k, v in r.items() if k != "grid"} for r in panel_rows] for panel_rows in rows]
     assert no_grid[0] == no_grid[1] and len(rows[0]) == 3 and as_run["overrides"] == now["overrides"]
-    # the lr grid may have narrowed since (Lano: to the one lr its panel ran at), never past the cells' lr
+    # sweeps/fig7.yaml's lr grid may be narrower than the file as run's (Lano: the one lr its panel ran at),
+    # but it holds the cells' lr
     assert set(cells["lr"]) <= {lr for r in rows[1] for lr in r.get("grid", now["grid"])["train.lr"]}

@@ -18,7 +18,7 @@ Autotuning: fla's and mamba_ssm's Triton kernels autotune over up to ~36 configu
 first use, which costs minutes on a fresh machine (see docs/mixers.md). With
 ``autotune: restricted`` (the default) :func:`restrict_autotune` keeps at most two
 configurations per kernel (fewest pipeline stages, warps nearest 4), which is also more
-reproducible: the choice no longer depends on timing noise. ``autotune: full`` leaves them alone.
+reproducible: the choice does not depend on timing noise. ``autotune: full`` leaves them alone.
 """
 
 from __future__ import annotations
@@ -188,8 +188,8 @@ def restrict_autotune(package: str, entry: str, keep: int = 2) -> int:
     """Shrink every loaded autotuned kernel of ``package`` to ``keep`` configurations, once per
     kernel ``entry`` point (call it after importing the entry, so its kernels are loaded).
     Returns how many kernels were restricted; failures only log a warning. Plain Python under
-    torch.compile, as :func:`available` (dynamo used to trace through its cache into the walk
-    over ``sys.modules``, in the forward of every SSD call)."""
+    torch.compile, as :func:`available` (traced, dynamo would follow its cache into the walk
+    over ``sys.modules`` in the forward of every SSD call)."""
     return _restrict_autotune(package, entry, keep)
 
 

@@ -29,7 +29,7 @@ import triton.language as tl
 
 # Block sizes are pinned: no autotuning on a fresh machine (docs/PERFORMANCE.md).
 # Forward tile: 16 rows × 128 channels, 4 warps — the fastest of 32 tiles at all six shapes of
-# docs/bench/2026-11-25-canon-tiles/ (10–15 % below the 64-row tile used before).
+# docs/bench/2026-11-25-canon-tiles/ (10–15 % below a 64-row tile).
 BLOCK_T, BLOCK_C, FWD_WARPS = 16, 128, 4
 # Backward: chunks of BWD_BLOCK_T rows × BWD_BLOCK_C channels, small enough that the fp32
 # accumulators (K, +1 with a bias) and the shifted tiles stay in registers: 8 values of each per

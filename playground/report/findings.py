@@ -407,6 +407,17 @@ def summary(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+BEGIN, END = "<!-- findings:begin -->\n", "<!-- findings:end -->"
+
+
+def with_summary(text: str, table: str) -> str:
+    """``text`` with ``table`` between its findings markers (a ConfigError if it has none)."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ConfigError(f"no '{BEGIN.strip()}' ... '{END}' block to update")
+    return text[: start + len(BEGIN)] + table + text[end:]
+
+
 def _verdict_text(row: pd.Series) -> str:
     if row["verdict"] == "untested":
         return "untested"

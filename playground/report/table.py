@@ -22,7 +22,7 @@ from playground.cli import read_json
 from playground.errors import ConfigError
 from playground.run.rundir import config_hash, record_of
 
-# what summaries held before the record (now derived from it or from config.yaml)
+# summary keys of runs written without a record (their values come from the record or config.yaml)
 LEGACY = ("task", "task_name", "difficulty", "size", "mixer", "mixer_tag", "mlp", "layers",
           "canon", "lr", "seed", "data_seed")
 
@@ -50,7 +50,7 @@ def load_run(d: Path, root: Path) -> dict:
     config = OmegaConf.to_container(OmegaConf.load(d / "config.yaml")) if (d / "config.yaml").exists() else None
     try:
         record = record_of(summary, config) or {}
-    except (ConfigError, KeyError, ValueError) as err:  # a config today's schema cannot read
+    except (ConfigError, KeyError, ValueError) as err:  # a config the current schema cannot read
         print(f"{d}: no record ({err})", file=sys.stderr)
         record = {}
     row = flatten({k: v for k, v in summary.items() if k not in LEGACY and k != "record"})

@@ -115,7 +115,7 @@ COMMAND = Command(
      "dry_run": ("false", "list the runs, launch nothing"),
      "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a)")},
     ("NAME",), overrides=(),
-    examples=("playground-sweep fig7 scale=mini panels=depo1_K8 variants=llama_nope,llama_nope_canon",
+    examples=("playground-sweep fig7 scale=mini panels=depo1_K4 variants=llama_nope,llama_nope_canon",
               "playground-sweep fig7 scale=mini launcher=local gpus=8",
               "playground-sweep mqar scale=mini launcher=local per_gpu=12",
               "playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu",
