@@ -6,6 +6,8 @@
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e .
-setsid nohup python3 docs/bench/2026-11-26-x2-results-campaign/campaign.py 3 10 > /tmp/campaign.log 2>&1 &
-python3 docs/bench/2026-11-26-x2-results-campaign/poll.py          # each poll
-tar czf $OUT/runs.tgz --exclude=checkpoints results/mini/runs/fig7_mini   # at the end
+setsid nohup python3 docs/bench/2026-11-26-x2-results-campaign/campaign.py 3 2 10 /tmp/runs > /tmp/campaign.log 2>&1 &
+python3 docs/bench/2026-11-26-x2-results-campaign/poll.py /tmp/runs   # each poll
+(cd /tmp/runs && tar czf $OUT/runs.tgz --exclude=checkpoints fig7_mini)   # at the end; runs copied into results/mini/runs/
+# Second hold (nvidia-h100-x1): the same install lines, then
+setsid nohup python3 docs/bench/2026-11-26-x2-results-campaign/campaign.py 1 1 2 /tmp/runs runs_depo1_seed2.json > /tmp/campaign.log 2>&1 &
