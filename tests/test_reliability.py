@@ -217,3 +217,22 @@ def test_all_problems_reported_at_once():
         to_objects(compose(["model.canon.kernel=9", "train.schedule=step", "wandb.mode=cloud"]))
     text = str(info.value)
     assert "3 problems" in text and all(k in text for k in ("model.canon.kernel", "train.schedule", "wandb.mode"))
+
+
+def test_a_second_writer_of_a_run_is_refused_naming_the_first(tmp_path):
+    """One writer per run directory: while a process holds it (here this test, through the same
+    lock a run takes), `playground-train` into it exits at once with status 2, names the holder and
+    writes nothing; once the holder lets go, the run goes ahead and the lock file is gone."""
+    out = tmp_path / "run"
+    out.mkdir()
+    with runs.writer_lock(out):
+        with pytest.raises(runs.RunLocked, match=f"pid {os.getpid()}"):
+            with runs.writer_lock(out):  # a second open file description: refused even in-process
+                pass
+        second = subprocess.run(cmd(out, "train.steps=3"), capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2 and f"pid {os.getpid()}" in second.stderr, second.stderr
+        assert sorted(p.name for p in out.iterdir()) == [runs.WRITER]
+    assert not (out / runs.WRITER).exists()
+    subprocess.run(cmd(out, "train.steps=3"), check=True, capture_output=True)
+    assert json.loads((out / "summary.json").read_text())["status"] == "finished"
+    assert not (out / runs.WRITER).exists()

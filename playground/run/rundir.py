@@ -8,14 +8,18 @@ killed run never leaves a half-written result behind.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
@@ -25,6 +29,40 @@ from playground.config import Config, canon_details, from_container, plugin
 from playground.data.packing import resolve_packing
 
 CKPT_RE = re.compile(r"step_(\d+)\.pt$")
+
+
+WRITER = ".writer.json"  # who holds a run directory's lock (removed when it lets go)
+
+
+class RunLocked(RuntimeError):
+    """Another process is writing this run directory."""
+
+
+@contextlib.contextmanager
+def writer_lock(out: Path):
+    """Hold an exclusive lock on the run directory ``out`` (``flock`` on the directory itself,
+    released by the kernel if the process dies) for the life of the block, with ``.writer.json``
+    naming the holder; a second writer gets :class:`RunLocked` at once, naming the first."""
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = read_json(out / WRITER)
+                who = f"pid {holder.get('pid')} on {holder.get('host')}, since {holder.get('since')}"
+            except (OSError, ValueError):
+                who = "a process that has not yet said who it is"
+            raise RunLocked(f"{out} is being written by another process ({who}); wait for it to end or "
+                            "stop it, then run the same command again") from None
+        write_json(out / WRITER, {"pid": os.getpid(), "host": socket.gethostname(),
+                                  "since": datetime.now(timezone.utc).isoformat()})
+        try:
+            yield
+        finally:
+            (out / WRITER).unlink(missing_ok=True)
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
 
 
 class MetricsLog:

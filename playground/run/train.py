@@ -113,6 +113,14 @@ def run(dcfg: DictConfig) -> dict:
     longer = ev.longer_tasks(task, scales, "train.length_scales")  # checked before any compute
     out = Path(cfg.out_dir)
     container = OmegaConf.to_container(dcfg, resolve=True)
+    if not is_main():  # data parallel: rank 0 holds the run directory's lock for all ranks
+        return _run(cfg, task, container, out, scales, longer)
+    out.mkdir(parents=True, exist_ok=True)
+    with runs.writer_lock(out):  # one writer per run directory (a second is refused at once)
+        return _run(cfg, task, container, out, scales, longer)
+
+
+def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, longer: list) -> dict:
     if cfg.train.resume == "auto":
         check_same_run(out, container)
         if (done := finished_summary(out)) is not None:
@@ -196,6 +204,11 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     sweep = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
         return run(cfg).get("primary")
+    except runs.RunLocked as err:  # another process writes this run: leave it alone
+        if sweep:
+            print(f"{err}; the sweep goes on", file=sys.stderr)
+            return None
+        fail("playground-train", str(err))
     except ConfigError as err:
         if sweep:
             record_invalid(cfg, err)
