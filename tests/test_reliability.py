@@ -236,3 +236,18 @@ def test_a_second_writer_of_a_run_is_refused_naming_the_first(tmp_path):
     subprocess.run(cmd(out, "train.steps=3"), check=True, capture_output=True)
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
     assert not (out / runs.WRITER).exists()
+
+
+def test_eval_refuses_a_config_edited_after_the_run(tmp_path, capsys):
+    """playground-eval checks config.yaml against the config hash of summary.json, as the reports
+    do: a changed task.seed (another eval set) is refused naming the file, nothing is written."""
+    from playground.run.evaluate import main as eval_main
+
+    out = tmp_path / "run"
+    subprocess.run(cmd(out, "train.steps=3"), check=True, capture_output=True)
+    config = out / "config.yaml"
+    config.write_text(config.read_text().replace("  seed: 0\n", "  seed: 7\n", 1))
+    with pytest.raises(SystemExit) as exit_:
+        eval_main([str(out), "device=cpu"])
+    assert exit_.value.code == 2
+    assert "does not match the config hash" in capsys.readouterr().err and not (out / "eval.json").exists()

@@ -62,8 +62,17 @@ def longer_tasks(task: Task, scales: list[float], key: str = "eval.length_scales
 
 
 def _load(run_dir: Path, checkpoint: str, eval_size: int):
-    """The run's config (``eval_size`` applied) and its checkpoint's path."""
-    cfg = from_container(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml")))
+    """The run's config (``eval_size`` applied) and its checkpoint's path. A config.yaml that
+    does not match the config hash its summary.json records (edited after the run) is refused,
+    as the reports refuse it."""
+    container = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    summary = run_dir / "summary.json"
+    recorded = runs.read_json(summary).get("config_hash") if summary.exists() else None
+    if recorded not in (None, runs.config_hash(container)):
+        raise ConfigError(f"{run_dir / 'config.yaml'} does not match the config hash in {summary}: it was "
+                          "changed after the run; restore it (its checkpoints hold the weights of the "
+                          "recorded config)")
+    cfg = from_container(container)
     if eval_size:
         cfg.task = dataclasses.replace(cfg.task, eval_size=eval_size)
     paths = runs.checkpoint_paths(run_dir / "checkpoints")
