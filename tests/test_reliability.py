@@ -251,3 +251,18 @@ def test_eval_refuses_a_config_edited_after_the_run(tmp_path, capsys):
         eval_main([str(out), "device=cpu"])
     assert exit_.value.code == 2
     assert "does not match the config hash" in capsys.readouterr().err and not (out / "eval.json").exists()
+
+
+def test_a_damaged_metrics_line_is_reported_by_file_and_line(tmp_path):
+    """metrics.jsonl: a last line cut by a kill (no newline) is dropped; a damaged line anywhere
+    else is an error naming the file and the line, never dropped silently."""
+    log = runs.MetricsLog(tmp_path / "metrics.jsonl")
+    for step in (1, 2, 3):
+        log.append({"step": step, "loss": 1.0 / step})
+    with open(log.path, "a") as f:
+        f.write('{"step": 4, "lo')  # cut by a kill
+    assert [r["step"] for r in log.records()] == [1, 2, 3]
+    lines = log.path.read_text().splitlines()
+    log.path.write_text("\n".join([lines[0], "garbage", *lines[1:3]]) + "\n")
+    with pytest.raises(ConfigError, match=r"metrics.jsonl, line 2, is not a JSON record"):
+        log.records()

@@ -27,6 +27,7 @@ import torch
 from playground.cli import atomic_write, json_safe, read_json, write_json  # noqa: F401 - re-exported
 from playground.config import Config, canon_details, from_container, plugin
 from playground.data.packing import resolve_packing
+from playground.errors import ConfigError
 
 CKPT_RE = re.compile(r"step_(\d+)\.pt$")
 
@@ -77,15 +78,23 @@ class MetricsLog:
             f.write(json.dumps(json_safe(record), sort_keys=True) + "\n")
 
     def records(self) -> list[dict]:
+        """Every record. A last line without its newline (cut by a kill during the append) is
+        dropped; any other line that is not a JSON record is an error naming the file and line."""
         if not self.path.exists():
             return []
-        lines = self.path.read_text().splitlines()
+        text = self.path.read_text()
+        lines = text.splitlines()
         out = []
-        for line in lines:
+        for number, line in enumerate(lines, 1):
             try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a kill: drop it
-                continue
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                record = None
+            if isinstance(record, dict):
+                out.append(record)
+            elif not (number == len(lines) and not text.endswith("\n")):
+                raise ConfigError(f"{self.path}, line {number}, is not a JSON record ({line[:60]!r}): the "
+                                  "file was damaged; delete or repair that line, then run again")
         return out
 
     def truncate_after(self, step: int) -> None:
