@@ -1,11 +1,11 @@
-"""The report's outputs are byte-identical to those of the code before the restructuring into
-packages and structured run records (tests/fixtures/report_golden, made from the same run
-directories by that code): every CSV and markdown table of every report command, for runs of
-every backbone, Canon variant and task family the report tells apart. The fixture runs predate
-run records, so this also checks that such runs are read through their config.yaml. Deliberate
-changes since: ALiBi's display label, ``llama_alibi`` -> ``Llama(ALiBi)`` (2026-11-24); with
-``agg=mean`` the second metric (Depo's accuracy at K/2) is the seed mean like the first, no longer
-the best seed's (2026-11-25: one cell of ``heatmap_mean`` and ``bars``)."""
+"""The report's outputs are byte-identical to tests/fixtures/report_golden: every CSV and
+markdown table of every report command, for runs of every backbone, Canon variant and task family
+the report tells apart. The golden files are the output, on the same run directories, of the
+report's code before its restructuring into packages and structured run records, with two
+deliberate differences: ALiBi's display label is ``Llama(ALiBi)`` (there ``llama_alibi``), and
+with ``agg=mean`` the second metric (Depo's accuracy at K/2) is the seed mean like the first
+(there the best seed's: one cell of ``heatmap_mean`` and ``bars``). The fixture runs have no run
+records, so this also checks that such runs are read through their config.yaml."""
 
 from __future__ import annotations
 

@@ -141,55 +141,6 @@ def cells(frame: pd.DataFrame, agg: str = "best", lower: bool = False) -> pd.Dat
     return pd.DataFrame(rows).sort_values(["panel", "architecture", "canon", "row_index", "size"])
 
 
-# The paper's Figure 7 orderings between two variants (architecture, canon): "<" the second does
-# better ("holds": beyond the seed spread; for the paper's "≤", "within spread" agrees with it
-# too); "≈" the two agree. Read cell by cell against the seed spread by :func:`orderings`.
-ORDERINGS = (
-    ("NoPE < NoPE + Canon", ("llama_nope", "none"), "<", ("llama_nope", "abcd_res")),
-    ("RoPE ≤ RoPE + Canon", ("llama_rope", "none"), "<", ("llama_rope", "abcd_res")),
-    ("RoPE¼ + Canon ≈ RoPE + Canon", ("llama_rope_quarter", "abcd_res"), "≈", ("llama_rope", "abcd_res")),
-)
-
-
-def _verdict(relation: str, margin: float, spread: float, one_seed: bool) -> str:
-    """'<': holds when the second variant is better by more than the summed spreads, reversed when
-    worse by more, else within spread; '≈': holds within the summed spreads, else differs. With
-    one seed on a side there is no spread: '<' rests on the sign alone, '≈' is untested."""
-    if one_seed:
-        if relation == "≈":
-            return "untested (1 seed)"
-        return "holds (1 seed)" if margin > 0 else "reversed (1 seed)" if margin < 0 else "equal (1 seed)"
-    if relation == "≈":
-        return "holds" if abs(margin) <= spread else "differs"
-    return "holds" if margin > spread else "reversed" if -margin > spread else "within spread"
-
-
-def orderings(table: pd.DataFrame, lower: bool = False) -> pd.DataFrame:
-    """Each ordering of ORDERINGS in each (panel, row, size) where both of its variants have a
-    finished cell (``cells(…, agg='mean')``: the seed mean at the best lr and its standard
-    deviation). ``margin``: how much better the second variant is (positive when it wins, also
-    for a lower-is-better metric); ``verdict`` from :func:`_verdict`."""
-    done = table[table["status"] == "finished"].set_index(["panel", "row", "size", "architecture", "canon"])
-    rows = []
-    for (panel, row, size), block in table.groupby(["panel", "row", "size"], sort=False):
-        for name, first, relation, second in ORDERINGS:
-            a, b = ((panel, row, size, *variant) for variant in (first, second))
-            if a not in done.index or b not in done.index:
-                continue
-            va, vb = done.loc[a], done.loc[b]
-            margin = (va["value"] - vb["value"]) if lower else (vb["value"] - va["value"])
-            spread = np.nan_to_num(va.get("spread", np.nan)) + np.nan_to_num(vb.get("spread", np.nan))
-            one_seed = min(va.get("seeds", 1), vb.get("seeds", 1)) < 2
-            rows.append({"panel": panel, "row": row, "row_index": block["row_index"].iloc[0], "size": size,
-                         "ordering": name, "value_a": va["value"], "value_b": vb["value"],
-                         "spread_a": va.get("spread", np.nan), "spread_b": vb.get("spread", np.nan),
-                         "seeds_a": va.get("seeds", 1), "seeds_b": vb.get("seeds", 1), "margin": margin,
-                         "verdict": _verdict(relation, margin, spread, one_seed)})
-    columns = ["panel", "row", "row_index", "size", "ordering", "value_a", "value_b", "spread_a", "spread_b",
-               "seeds_a", "seeds_b", "margin", "verdict"]
-    return pd.DataFrame(rows, columns=columns).sort_values(["panel", "ordering", "row_index", "size"])
-
-
 def paper_cells(figure: int | None = None, path: Path = PAPER_CSV) -> pd.DataFrame:
     """The transcribed paper cells as (panel, row, row_index, size, architecture, canon, value,
     value2) in the same units as ours (fractions)."""

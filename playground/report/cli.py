@@ -98,13 +98,25 @@ def _spread(cell: pd.Series, percent: bool) -> str:
     return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
 
 
+def _heatmap_runs(args: Args) -> pd.DataFrame:
+    """The runs under RESULTS of the tasks that make heatmaps, annotated with the value of
+    ``metric=`` or each task's own."""
+    frame = aggregate.annotate(_runs(args), args["metric"])
+    return frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
+
+
 def _heatmap_cells(args: Args, agg: str) -> tuple[pd.DataFrame, bool]:
     """The heatmap cells of the runs under RESULTS (of the tasks that make heatmaps), for the
     metric of ``metric=`` or each task's own, and whether lower is better for it."""
-    frame = aggregate.annotate(_runs(args), args["metric"])
-    frame = frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
     lower = aggregate.lower_is_better(args["metric"])
-    return aggregate.cells(frame, agg, lower), lower
+    return aggregate.cells(_heatmap_runs(args), agg, lower), lower
+
+
+def _lrs_run(frame: pd.DataFrame, panel: str) -> list[float]:
+    """The learning rates of the panel's finished runs that have a value."""
+    done = frame[(frame["panel"] == panel) & (frame["status"] == "finished")
+                 & frame["value"].notna()]
+    return sorted(done["lr"].dropna().unique())
 
 
 def cmd_heatmap(args: Args) -> int:
@@ -112,52 +124,43 @@ def cmd_heatmap(args: Args) -> int:
     figure = args.int("vs_paper", minimum=0) if args["vs_paper"] else None
     if metric and figure:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
-    cells, lower = _heatmap_cells(args, agg)
+    lower = aggregate.lower_is_better(metric)
+    runs = _heatmap_runs(args)
+    cells = aggregate.cells(runs, agg, lower)
     percent = aggregate.is_accuracy(metric)
     out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"cells{suffix}.csv", cells.to_csv(index=False).encode())
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
-    what = f"{_describe(metric, lower)}, " if metric else ""
-    how = "best run over learning rates and seeds" if agg == "best" else "seed mean at the best learning rate"
+    what = f": {_describe(metric, lower)}" if metric else ""
+    label = "" if percent else _describe(metric, lower)
     for panel, block in cells.groupby("panel") if args.flag("figures") else ():
-        save_figure(plots.heatmap_figure(block, f"{panel}: {what}{how}", percent, lower),
-                    out / f"heatmap_{panel}{suffix}.png")
+        fig = plots.heatmap_figure(block, f"{panel}{what}", percent, lower, agg,
+                                   _lrs_run(runs, panel), label)
+        save_figure(fig, out / f"heatmap_{panel}{suffix}.png")
     if figure:
         versus = aggregate.versus_paper(cells, figure)
         if args["panel"]:  # the paper's other panels are not asked for
             versus = versus[versus["panel"] == args["panel"]]
         atomic_write(out / f"vs_paper_fig{figure}.csv", versus.to_csv(index=False).encode())
+        matched = set(versus.loc[versus["status"] == "finished", "panel"])
+        if not matched:
+            print(f"vs_paper={figure}: no run here matches a cell of the paper's Figure {figure} "
+                  "(same panel, variant, row position and size); no comparison drawn")
+        elif unmatched := sorted(set(versus["panel"]) - matched):
+            print(f"vs_paper={figure}: no run here matches the paper's {', '.join(unmatched)}; "
+                  "not drawn")
         for panel, block in versus.groupby("panel") if args.flag("figures") else ():
-            save_figure(plots.versus_figure(block, f"Figure {figure}, {panel}: ours vs the paper"),
-                        out / f"vs_paper_fig{figure}_{panel}.png")
+            if panel not in matched:
+                continue
+            how = plots.describe_cells(cells[cells["panel"] == panel], agg, _lrs_run(runs, panel))
+            fig = plots.versus_figure(block, f"Figure {figure}, {panel}: ours ({how}) vs the paper")
+            save_figure(fig, out / f"vs_paper_fig{figure}_{panel}.png")
     failed, pending = int((cells["status"] == "failed").sum()), int((cells["status"] == "pending").sum())
     print(markdown(cells, percent))
     print(f"wrote {out}/cells{suffix}.csv, cells{suffix}.md and {cells['panel'].nunique()} heatmap(s)"
           + (f"; {failed} cell(s) failed (see the failures column)" if failed else "")
           + (f"; {pending} cell(s) pending (runs not finished: rerun the sweep)" if pending else ""))
     return 0
-
-
-def cmd_orderings(args: Args) -> int:
-    metric = args["metric"]
-    cells, lower = _heatmap_cells(args, "mean")
-    table = aggregate.orderings(cells, lower)
-    out, suffix = _out(args), _suffix(metric)
-    atomic_write(out / f"orderings{suffix}.csv", table.to_csv(index=False).encode())
-    text = orderings_markdown(table, aggregate.is_accuracy(metric))
-    atomic_write(out / f"orderings{suffix}.md", text.encode())
-    print(text)
-    print(f"wrote {out}/orderings{suffix}.csv and orderings{suffix}.md: {len(table)} comparison(s)"
-          + ("" if len(table) else " (no cell has both variants of any ordering)"))
-    return 0
-
-
-def orderings_markdown(table: pd.DataFrame, percent: bool = True) -> str:
-    """One table per (panel, ordering): rows = difficulty, columns = sizes, each cell the verdict
-    and the margin by which the second variant wins (percentage points for an accuracy)."""
-    return _tables(table, ["panel", "ordering"], lambda key: f"{key[0]}: {key[1]}",
-                   lambda c: f"{c['verdict']} ({100 * c['margin']:+.1f} pp)" if percent
-                   else f"{c['verdict']} ({c['margin']:+.3g})")
 
 
 def cmd_curves(args: Args) -> int:
@@ -326,6 +329,36 @@ def cmd_site(args: Args) -> int:
     return 0
 
 
+def cmd_findings(args: Args) -> int:
+    """The findings of sweeps/findings.yaml (or spec=) read from the runs under RESULTS:
+    findings.csv, findings.md and one figure per paper result (findings_<result>.png)."""
+    from playground.report import findings as fnd
+
+    spec = fnd.load_findings(Path(args["spec"]) if args["spec"] else fnd.SPEC, args["results"])
+    frame, refused = check_integrity(load_runs(Path(args.positional[0])))
+    for message in refused:
+        print(f"refused: {message}", file=sys.stderr)
+    table = fnd.evaluate(spec, frame)
+    out = _out(args)
+    atomic_write(out / "findings.csv", table.to_csv(index=False).encode())
+    atomic_write(out / "findings.md", fnd.markdown(table, spec).encode())
+    atomic_write(out / "summary.md", fnd.summary(table).encode())
+    for readme in filter(None, args["update"].split(",")):
+        atomic_write(Path(readme), fnd.with_summary(Path(readme).read_text(), fnd.summary(table)).encode())
+        print(f"updated the findings block of {readme}")
+    if args.flag("figures"):
+        import matplotlib.pyplot as plt
+
+        for result in table["result"].unique():
+            fig = fnd.figure(table, result)
+            save_figure(fig, out / f"findings_{result}")
+            plt.close(fig)
+    counts = table["verdict"].value_counts()
+    print(f"{len(table)} finding cells -> {out}/findings.md: "
+          + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
+    return 0
+
+
 R = ("RESULTS",)
 COMMANDS = [
     Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)", cmd_heatmap,
@@ -335,10 +368,6 @@ COMMANDS = [
              "vs_paper": ("", "also compare with the paper's Figure N (report/data/paper_heatmaps.csv)"), **OUT},
             R, examples=("playground-report heatmap results/fig7_mini vs_paper=7",
                          "playground-report heatmap results/fig7_mini metric=kl agg=mean out=results/mini/fig7_lano")),
-    Command("orderings", "the paper's orderings of variants (NoPE < NoPE + Canon, RoPE ≤ RoPE + Canon, RoPE¼ + "
-            "Canon ≈ RoPE + Canon), cell by cell, against the seed spread", cmd_orderings,
-            {"metric": ("", "this metric instead of the task's (kl: lower is better)"), **OUT}, R,
-            examples=("playground-report orderings results/mini/runs/fig7_mini panel=depo1_K4",)),
     Command("curves", "accuracy per depth (Depo k, Brevo depth, Mano l) over training steps (Figure 8/16 style)", cmd_curves,
             {"match": ("", "only runs whose path contains this text"), "limit": ("12", "at most this many runs"),
              **OUT}, R, examples=("playground-report curves results/fig7_mini match=depo1",)),
@@ -354,6 +383,16 @@ COMMANDS = [
     Command("lengthgen", "metric vs eval length (× training context), one line per variant", cmd_lengthgen,
             {"metric": ("", "this metric instead of the task's primary (kl, acc_k1…)"), **OUT}, R,
             examples=("playground-report lengthgen results/length_gen_cpu",)),
+    Command("findings", "the declared findings (sweeps/findings.yaml): per finding and cell, each side's "
+            "seeds and values, the margin, its 95 % interval and the verdict (docs/findings.md)", cmd_findings,
+            {"spec": ("", "a findings file (default: the shipped sweeps/findings.yaml)"),
+             "results": ("", "only the findings of these paper results (comma-separated, e.g. 2,3a)"),
+             "update": ("", "also put the summary table into these markdown files, between their "
+                            "<!-- findings:begin --> and <!-- findings:end --> lines (comma-separated)"),
+             "out": OUT["out"], "figures": OUT["figures"]}, R,
+            examples=("playground-report findings results/mini/runs out=results/mini/findings",
+                      "playground-report findings results/mini/runs out=results/mini/findings "
+                      "update=README.md,results/mini/README.md")),
     Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table, dict(OUT), R,
             examples=("playground-report table results/fig7_mini",)),
     Command("site", "a static results browser (HTML + one JS + CSS + SVG; opens from index.html, no server)",

@@ -4,6 +4,8 @@ training curves, Brevo accuracy by depth, MQAR bars, Capo bits. Matplotlib (Agg)
 from __future__ import annotations
 
 import io
+import re
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -12,8 +14,10 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
+from matplotlib.cm import ScalarMappable  # noqa: E402
+from matplotlib.colors import LinearSegmentedColormap, Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 from playground.cli import atomic_write  # noqa: E402
 from playground.report.cells import size_order  # noqa: E402
@@ -65,82 +69,261 @@ def variant_label(architecture: str, canon: str) -> str:
     return arch if canon == "none" else f"{arch} + {canon_label(canon)}"
 
 
-def _grid(block: pd.DataFrame, rows: list[str], sizes: list[str], percent: bool = True):
+NOT_RUN = "#ececec"  # a size or row a variant has no run of
+ONE_SEED = "///"  # hatch of a cell that rests on one seed (no spread)
+
+
+def lr_text(lr: float) -> str:
+    """A learning rate as the paper writes it: 1e-3, 5e-4, 2.5e-4."""
+    mantissa, exponent = f"{float(lr):.2e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def seeds_text(counts) -> str:
+    """``2 seeds``, ``1–3 seeds``: the seed counts of some cells."""
+    counts = sorted({int(c) for c in counts if not pd.isna(c)})
+    if not counts:
+        return "no finished run"
+    n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return f"{n} seed{'s' if counts[-1] > 1 else ''}"
+
+
+def describe_cells(cells: pd.DataFrame, agg: str = "best", lrs=None) -> str:
+    """What a heatmap cell's value is, with the learning rate(s) run (``lrs``: those of the
+    panel's finished runs; default: the cells' own) and the seed counts: e.g. ``mean over seeds,
+    lr 1e-3; 2 seeds per cell``."""
+    done = cells[cells["status"] == "finished"]
+    if lrs is None:
+        lrs = done["lr"] if "lr" in done else []
+    lrs = sorted({float(lr) for lr in lrs if not pd.isna(lr)})
+    listed = ", ".join(lr_text(lr) for lr in lrs) or "unknown"
+    # a cell chose between learning rates when it has finished runs beyond its seeds at one lr
+    chose = ("n_finished" in done and "seeds" in done
+             and bool((done["n_finished"] > done["seeds"]).any()))
+    what = "mean over seeds" if agg == "mean" else "best seed"
+    if chose:
+        what = ("mean over seeds at each cell's best lr" if agg == "mean"
+                else "best run over seeds and lrs") + f" (lrs run: {listed})"
+    elif len(lrs) == 1:
+        what += f", lr {listed}"
+    else:
+        what += f", each cell at the one lr it ran (lrs {listed})"
+    return f"{what}; {seeds_text(done.get('seeds', []))} per cell"
+
+
+def _spread_text(value: float, spread: float, percent: bool) -> str:
+    if percent:
+        return f"±{100 * spread:.1f}"
+    digits = max(0, 2 - int(np.floor(np.log10(abs(value))))) if value else 3
+    return f"±{spread:.{digits}f}"
+
+
+def _grid(block: pd.DataFrame, rows: list[str], sizes: list[str], percent: bool = True,
+          agg: str = "mean"):
+    """Shade values, texts and seed counts of one variant's cells; a (row, size) without a cell
+    is "not run". A finished cell's text: its value, then ``±std n=k`` (the mean of k ≥ 2 seeds),
+    ``n=1``, or ``best of n=k`` (``agg='best'``)."""
     values = np.full((len(rows), len(sizes)), np.nan)
-    texts = [["—"] * len(sizes) for _ in rows]
+    seeds = np.full((len(rows), len(sizes)), np.nan)
+    texts = [["not run"] * len(sizes) for _ in rows]
     for _, c in block.iterrows():
         i, j = rows.index(c["row"]), sizes.index(c["size"])
-        values[i, j] = c["value"] if c["status"] == "finished" else np.nan
-        texts[i][j] = cell_text(c["value"], c.get("value2", np.nan), c["status"], percent)
-    return values, texts
+        text = cell_text(c["value"], c.get("value2", np.nan), c["status"], percent)
+        if c["status"] == "finished":
+            values[i, j] = c["value"]
+            n = c.get("seeds", np.nan)
+            seeds[i, j] = n
+            spread = c.get("spread", np.nan)
+            if pd.isna(n):
+                pass
+            elif agg == "best" and n > 1:
+                text += f"\nbest of n={int(n)}"
+            elif n > 1 and not pd.isna(spread):
+                text += f"\n{_spread_text(c['value'], spread, percent)} n={int(n)}"
+            else:
+                text += f"\nn={int(n)}"
+        texts[i][j] = text
+    return values, texts, seeds
 
 
-def _draw(ax, values, texts, rows, sizes, title: str) -> None:
-    """``values`` are shades in [0, 1] (an accuracy is its own shade); NaN is white."""
+def _wrap(text: str, inches: float, fontsize: float = 8) -> str:
+    """``text`` broken into lines that fit ``inches`` at ``fontsize`` (about 0.6 em a character)."""
+    width = max(8, int(inches * 72 / (0.6 * fontsize)))
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False)
+                     for line in text.split("\n"))
+
+
+def _draw(ax, values, texts, rows, sizes, title: str, seeds=None) -> None:
+    """``values`` are shades in [0, 1] (an accuracy is its own shade); NaN is white. Failed cells
+    are grey, cells without a run light grey ("not run"), and cells of one seed (``seeds``)
+    hatched."""
     ax.imshow(np.nan_to_num(values, nan=0.0), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
     for i in range(len(rows)):
         for j in range(len(sizes)):
             text = texts[i][j]
+            corner = (j - 0.5, i - 0.5)
             if text == "failed":
-                ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, color=FAILED))
+                ax.add_patch(Rectangle(corner, 1, 1, color=FAILED, gid="failed"))
+            elif text == "not run":
+                ax.add_patch(Rectangle(corner, 1, 1, color=NOT_RUN, gid="not-run"))
+            one_seed = seeds is not None and seeds[i, j] == 1
+            if one_seed:
+                ax.add_patch(Rectangle(corner, 1, 1, fill=False, hatch=ONE_SEED, lw=0,
+                                       edgecolor="0.6", gid="one-seed"))
             dark = not np.isnan(values[i, j]) and values[i, j] > 0.6
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+            color = "white" if dark else "0.45" if text == "not run" else "black"
+            box = ({"boxstyle": "round,pad=0.2", "lw": 0, "facecolor": CMAP(values[i, j])}
+                   if one_seed else None)  # the text stays legible over the hatch
+            ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color=color, bbox=box,
+                    style="italic" if text == "not run" else "normal", linespacing=1.3)
     ax.set_xticks(range(len(sizes)), sizes, fontsize=8)
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=8)
     ax.tick_params(length=0)
 
 
-def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, lower: bool = False) -> Figure:
-    """One panel (task): a 3×4 heatmap per variant, side by side (rows: difficulty, columns:
-    model size), cells in the paper's format; failed cells grey, missing ones '—'. Accuracies
-    shade from 0 to 100 %; another metric (``percent=False``) from the panel's worst value to
-    its best (the lowest with ``lower``), on one scale for all variants."""
+def _label_bar(bar, label: str) -> None:
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+
+
+def depo_caption(panel: str, rows: list[str]) -> str:
+    """How to read a Depo cell (``a/b%``) and chance (1/N for row N)."""
+    k = re.search(r"K(\d+)", str(panel))
+    big_k = f"K = {k.group(1)}" if k else "K"
+    half = f"K/2 = {int(k.group(1)) // 2}" if k else "K/2"
+    chance = [f"{row}: {100 / int(m.group(1)):.3g}%" for row in rows
+              if (m := re.fullmatch(r"N=(\d+)", str(row)))]
+    return (f"a/b% = accuracy at k = {big_k} / accuracy at k = {half} (the shade is a); ± is a's."
+            + (f" Chance is 1/N: {', '.join(chance)}." if chance else ""))
+
+
+def _caption(percent: bool, agg: str, seeds: np.ndarray, extra: str = "") -> str:
+    parts = [extra] if extra else []
+    if agg == "mean":
+        parts.append("Second line: ± one standard deviation over seeds"
+                     + (" (percentage points)" if percent else "") + " and n, the seed count.")
+    else:
+        parts.append("Second line: n, the seeds the best one is chosen from.")
+    if (seeds == 1).any():
+        parts.append("Hatched: one seed, no spread.")
+    return " ".join(parts)
+
+
+def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, lower: bool = False,
+                   agg: str = "best", lrs=None, label: str = "") -> Figure:
+    """One panel (task): a heatmap per variant, side by side (rows: difficulty, columns: the
+    model sizes that have runs), cells in the paper's format with the seed count and spread;
+    failed cells grey, sizes a variant has no run of marked "not run", one-seed cells hatched.
+    Accuracies shade from 0 to 100 %; another metric (``percent=False``) from the panel's worst
+    value to its best (the lowest with ``lower``), on one scale for all variants, shown by the
+    colour bar (``label``). The title says what a cell is (``describe_cells``: ``agg``, the
+    learning rates ``lrs`` run, the seed counts); Depo panels get a caption on ``a/b%`` and
+    chance."""
     sizes = sorted(panel_cells["size"].unique(), key=size_order)
     rows = list(panel_cells.sort_values("row_index")["row"].unique())
     variants = sorted(dict.fromkeys(zip(panel_cells["architecture"], panel_cells["canon"])),
                       key=lambda v: (v[0], v[1] != "none", v[1]))
-    done = panel_cells.loc[panel_cells["status"] == "finished", "value"].astype(float)
-    lo, hi = (0.0, 1.0) if percent or done.empty else (done.min(), done.max())
-    fig = Figure(figsize=(0.35 + 3.3 * len(variants) * max(len(sizes), 2) / 4, 0.9 + 0.42 * len(rows)))
+    done = panel_cells[panel_cells["status"] == "finished"]
+    lo, hi = (0.0, 1.0) if percent or done.empty else (done["value"].min(), done["value"].max())
+    if hi <= lo:  # one value: the middle shade
+        lo, hi = lo - (abs(lo) or 1) * 0.05, hi + (abs(hi) or 1) * 0.05
+    panel_w = max(1.3 * len(sizes), 2.5)
+    width = panel_w * len(variants) + 1.3
+    fig = Figure(figsize=(width, 1.9 + 0.6 * len(rows)), layout="constrained")
     axes = fig.subplots(1, len(variants), squeeze=False)[0]
+    all_seeds = []
     for ax, (arch, canon) in zip(axes, variants):
         block = panel_cells[(panel_cells["architecture"] == arch) & (panel_cells["canon"] == canon)]
-        values, texts = _grid(block, rows, sizes, percent)
-        shade = (values - lo) / (hi - lo) if hi > lo else np.where(np.isnan(values), np.nan, 0.5)
-        _draw(ax, 1.0 - shade if lower else shade, texts, rows, sizes, variant_label(arch, canon))
+        values, texts, seeds = _grid(block, rows, sizes, percent, agg)
+        all_seeds.append(seeds)
+        shade = (values - lo) / (hi - lo)
+        ran = block.loc[block["status"] == "finished"]
+        lr = ", ".join(lr_text(x) for x in sorted(ran["lr"].unique())) if "lr" in ran else ""
+        sub = seeds_text(ran.get("seeds", [])) + (f" · lr {lr}" if lr else "")
+        _draw(ax, 1.0 - shade if lower else shade, texts, rows, sizes,
+              _wrap(f"{variant_label(arch, canon)}\n{sub}", panel_w), seeds)
     for ax in axes[1:]:
         ax.set_yticklabels([])
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    norm = Normalize(100 * lo, 100 * hi) if percent else Normalize(lo, hi)
+    depo = percent and done.get("value2", pd.Series(dtype=float)).notna().any()
+    label = label or ("accuracy at k = K (%)" if depo else "accuracy (%)" if percent else "value")
+    bar = fig.colorbar(ScalarMappable(norm, CMAP.reversed() if lower else CMAP), ax=list(axes),
+                       fraction=0.04, pad=0.02)
+    _label_bar(bar, label)
+    fig.suptitle(_wrap(f"{title}\n{describe_cells(panel_cells, agg, lrs)}", width, 10), fontsize=10)
+    extra = depo_caption(str(panel_cells["panel"].iloc[0]), rows) if depo else ""
+    fig.supxlabel(_wrap(_caption(percent, agg, np.concatenate(all_seeds, axis=None), extra),
+                        width, 7.5), fontsize=7.5)
     return fig
 
 
-def versus_figure(table: pd.DataFrame, title: str) -> Figure:
-    """Per variant: ours | paper | ours − paper (percentage points), 3×4 each."""
-    variants = list(dict.fromkeys(zip(table["architecture"], table["canon"])))
-    fig = Figure(figsize=(10.5, 1.1 + 1.45 * len(variants)))
-    axes = fig.subplots(len(variants), 3, squeeze=False)
+def versus_figure(table: pd.DataFrame, title: str) -> Figure | None:
+    """Per variant that has runs here: ours | paper, and ours − paper (percentage points) only
+    for cells of the same difficulty (row label) and size. Where our rows are other difficulties
+    than the paper's (mini scale), the two are drawn side by side, each with its own row labels,
+    and no difference. None when no run of ours matches a cell of the paper."""
+    ours = table[table["status"] == "finished"]
+    if ours.empty:
+        return None
+    variants = list(dict.fromkeys(zip(ours["architecture"], ours["canon"])))
+    everything = dict.fromkeys(zip(table["architecture"], table["canon"]))
+    skipped = [variant_label(a, c) for a, c in everything if (a, c) not in variants]
+    our_rows = list(ours.sort_values("row_index")["row_ours"].unique())
+    our_sizes = sorted(ours["size"].unique(), key=size_order)
+    paper_rows = list(table.sort_values("row_index")["row_paper"].unique())
+    paper_sizes = sorted(table["size"].unique(), key=size_order)
+    same = set(zip(ours["row_ours"], ours["size"])) & set(zip(table["row_paper"], table["size"]))
+    cols = 3 if same else 2
+    ours_w = max(len(our_sizes), 1.6)
+    ratios = [ours_w, len(paper_sizes)] + ([ours_w] if same else [])
+    fig = Figure(figsize=(1.3 * sum(ratios) + 1.8, 1.6 + 1.5 * len(variants)), layout="constrained")
+    axes = fig.subplots(len(variants), cols, squeeze=False, gridspec_kw={"width_ratios": ratios})
     for r, (arch, canon) in enumerate(variants):
         block = table[(table["architecture"] == arch) & (table["canon"] == canon)]
-        rows = list(block.sort_values("row_index")["row_paper"].unique())
-        sizes = sorted(block["size"].unique(), key=size_order)
-        grids = {k: np.full((len(rows), len(sizes)), np.nan) for k in ("ours", "paper")}
-        texts = {k: [["—"] * len(sizes) for _ in rows] for k in ("ours", "paper", "diff")}
-        for _, c in block.iterrows():
-            i, j = rows.index(c["row_paper"]), sizes.index(c["size"])
+        mine = block[block["status"] == "finished"]
+        paper = {(c["row_paper"], c["size"]): c for _, c in block.iterrows()}
+        grids = {"ours": np.full((len(our_rows), len(our_sizes)), np.nan),
+                 "paper": np.full((len(paper_rows), len(paper_sizes)), np.nan)}
+        texts = {"ours": [["not run"] * len(our_sizes) for _ in our_rows],
+                 "paper": [["—"] * len(paper_sizes) for _ in paper_rows],
+                 "diff": [["—"] * len(our_sizes) for _ in our_rows]}
+        diff = np.full((len(our_rows), len(our_sizes)), np.nan)
+        for (row, size), c in paper.items():
+            i, j = paper_rows.index(row), paper_sizes.index(size)
             grids["paper"][i, j] = c["value_paper"]
             texts["paper"][i][j] = cell_text(c["value_paper"], c["value2_paper"], "finished")
+        for _, c in mine.iterrows():
+            i, j = our_rows.index(c["row_ours"]), our_sizes.index(c["size"])
             grids["ours"][i, j] = c["value_ours"]
             texts["ours"][i][j] = cell_text(c["value_ours"], c["value2_ours"], c["status"])
-            if not np.isnan(c["diff"]):
-                texts["diff"][i][j] = f"{100 * c['diff']:+.0f}"
+            if (c["row_ours"], c["size"]) in paper:  # the same difficulty and size in the paper
+                delta = c["value_ours"] - paper[(c["row_ours"], c["size"])]["value_paper"]
+                diff[i, j] = abs(delta)
+                texts["diff"][i][j] = f"{100 * delta:+.0f}"
         label = variant_label(arch, canon)
-        _draw(axes[r, 0], grids["ours"], texts["ours"], rows, sizes, f"ours: {label}")
-        _draw(axes[r, 1], grids["paper"], texts["paper"], rows, sizes, f"paper: {label}")
-        _draw(axes[r, 2], np.abs(grids["ours"] - grids["paper"]), texts["diff"], rows, sizes, "ours − paper (pp)")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        _draw(axes[r, 0], grids["ours"], texts["ours"], our_rows, our_sizes,
+              _wrap(f"ours: {label}", 2.6))
+        _draw(axes[r, 1], grids["paper"], texts["paper"], paper_rows, paper_sizes,
+              _wrap(f"paper: {label}", 2.6))
+        if same:
+            _draw(axes[r, 2], diff, texts["diff"], our_rows, our_sizes, "ours − paper (pp)")
+    bar = fig.colorbar(ScalarMappable(Normalize(0, 100), CMAP), ax=list(axes[:, :2].ravel()),
+                       fraction=0.03, pad=0.02)
+    _label_bar(bar, "accuracy (%)")
+    if same:
+        bar = fig.colorbar(ScalarMappable(Normalize(0, 100), CMAP), ax=list(axes[:, 2]),
+                           fraction=0.06, pad=0.02)
+        _label_bar(bar, "|ours − paper| (pp)")
+        note = "ours − paper only where the row (difficulty) and size are the same."
+    else:
+        note = (f"Our rows ({', '.join(map(str, our_rows))}) are other difficulties than the "
+                f"paper's ({', '.join(map(str, paper_rows))}): side by side, no difference.")
+    if skipped:
+        note += f" Not run here: {'; '.join(skipped)}."
+    width = 1.3 * sum(ratios) + 1.8
+    fig.suptitle(_wrap(title, width, 10), fontsize=10)
+    fig.supxlabel(_wrap(note, width, 7.5), fontsize=7.5)
     return fig
 
 
@@ -160,14 +343,19 @@ def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
                           key=lambda c: int(c[len(prefix):]))
             if cols:
                 break
-        for col in cols:
-            ax.plot(evals["step"], 100 * evals[col], label=PER_DEPTH[prefix].format(col[len(prefix):]))
+        for col in cols:  # markers: a run evaluated once is a point, not an empty panel
+            ax.plot(evals["step"], 100 * evals[col], marker="o", ms=3,
+                    label=PER_DEPTH[prefix].format(col[len(prefix):]))
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("step", fontsize=8)
         ax.set_ylabel("accuracy (%)", fontsize=8)
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+        if cols:
+            ax.legend(fontsize=7, ncol=2)
+        else:
+            ax.text(0.5, 0.5, "no per-depth accuracy in its evals", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=8, color="0.4")
     for ax in axes[len(records):]:
         ax.set_visible(False)
     fig.tight_layout()
@@ -245,16 +433,26 @@ def plot_capo(table: pd.DataFrame) -> Figure:
     return fig
 
 
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "<", ">", "*")
+DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 3)),
+          (0, (4, 1, 1, 1, 1, 1, 1, 1)), (0, (10, 2, 2, 2)), (0, (2, 4, 6, 4)))
+
+
 def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str, accuracy: bool = True) -> Figure:
     """``value`` against ``scale`` (× the training context, log 2 axis), one line per variant,
-    with the seed spread as error bars when present (``playground-report lengthgen``)."""
-    fig = Figure(figsize=(5.0, 3.4))
+    each with its own marker, dash style and small horizontal offset, with the seed spread as
+    error bars when present (``playground-report lengthgen``)."""
+    fig = Figure(figsize=(5.6, 4.0))
     ax = fig.add_subplot()
     variants = sorted(dict.fromkeys(table["variant"]), key=lambda name: (len(str(name)), str(name)))
-    for name in variants:
+    for i, name in enumerate(variants):
         part = table[table["variant"] == name].sort_values("scale")
-        ax.errorbar(part["scale"], part["value"], yerr=part["spread"].fillna(0), marker="o", ms=3,
-                    capsize=2, label=str(name))
+        # lines that coincide (e.g. several at 100 %) stay apart: each its own marker and dashes,
+        # and a small horizontal offset (a factor on the log axis; the ticks stay at the scales)
+        shift = 2.0 ** (0.035 * (i - (len(variants) - 1) / 2))
+        ax.errorbar(part["scale"] * shift, part["value"], yerr=part["spread"].fillna(0),
+                    marker=MARKERS[i % len(MARKERS)], ms=4.5, ls=DASHES[i % len(DASHES)], lw=1.2,
+                    mfc="none" if i % 2 else None, capsize=2, label=str(name), gid=f"series:{name}")
     scales = sorted(table["scale"].unique())
     ax.set_xscale("log", base=2)
     ax.set_xticks(scales, [f"{s:g}×" for s in scales], fontsize=8)
