@@ -127,13 +127,16 @@ def test_corrupt_latest_checkpoint_falls_back(tmp_path, reference):
     assert_same_run(records(out), reference)
 
 
-def test_sigterm_checkpoints_and_marks_resumable(tmp_path, reference):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_checkpoints_and_marks_resumable(tmp_path, reference, signum):
+    """SIGTERM (preemption), SIGINT (Ctrl-C) and SIGHUP (a closed terminal): the step ends, a
+    checkpoint is written, the run is marked preempted and resumes exactly."""
     out = tmp_path / "run"
     proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for_step(out, 7, proc)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert proc.returncode == 128 + signum, err
     summary = runs.read_json(out / "summary.json")
     assert summary["status"] == "preempted" and "resumable" in summary["error"]
     stopped_at = summary["step"]

@@ -40,8 +40,9 @@ from playground.run.device import (
 )
 from playground.tasks import Task
 
-# SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2)
-PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+# SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2),
+# Ctrl-C (SIGINT: a second one stops at once, without a checkpoint) and a closed terminal (SIGHUP)
+PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP)
 
 
 class Diverged(RuntimeError):
@@ -218,13 +219,17 @@ class Trainer:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        self._previous = {s: signal.signal(s, lambda signum, _frame: setattr(self, "_signal", signum))
-                          for s in PREEMPT_SIGNALS}
+        self._previous = {s: signal.signal(s, self._on_signal) for s in PREEMPT_SIGNALS}
         try:
             yield
         finally:
             for s, handler in self._previous.items():
                 signal.signal(s, handler)
+
+    def _on_signal(self, signum: int, _frame) -> None:
+        if signum == signal.SIGINT and self._signal == signal.SIGINT:
+            raise KeyboardInterrupt  # Ctrl-C twice: stop now (the last checkpoint stays)
+        self._signal = signum
 
     def _agree_on_signal(self) -> None:
         """Data parallel: a signal seen by any rank stops every rank at this log step."""
@@ -236,7 +241,7 @@ class Trainer:
 
     def _after_preemption_checkpoint(self) -> None:
         previous = getattr(self, "_previous", {}).get(self._signal)
-        if callable(previous):  # e.g. submitit's handler, which requeues the job
+        if callable(previous) and previous is not signal.default_int_handler:  # e.g. submitit's requeue
             previous(self._signal, None)
         raise Preempted(self._signal)
 
