@@ -269,3 +269,28 @@ def test_a_damaged_metrics_line_is_reported_by_file_and_line(tmp_path):
     log.path.write_text("\n".join([lines[0], "garbage", *lines[1:3]]) + "\n")
     with pytest.raises(ConfigError, match=r"metrics.jsonl, line 2, is not a JSON record"):
         log.records()
+
+
+def test_damaged_summary_or_config_is_named_and_a_report_skips_it(tmp_path, capsys):
+    """A damaged summary.json or config.yaml: the resume names the file and how to recover (no
+    traceback); a report over a good and a damaged run reports the good one and names the bad one
+    (strict=true stops there instead)."""
+    from playground.report.cli import main as report_main
+
+    good, bad = tmp_path / "runs" / "good", tmp_path / "runs" / "bad"
+    for out in (good, bad):
+        subprocess.run(cmd(out, "train.steps=3"), check=True, capture_output=True)
+    (bad / "summary.json").write_bytes(b"\xff\xfe garbage {")
+    again = subprocess.run(cmd(bad, "train.steps=3"), capture_output=True, text=True)
+    assert again.returncode == 2 and "summary.json is damaged" in again.stderr
+    assert "Traceback" not in again.stderr and "delete it and run again" in again.stderr
+    report_main(["table", str(tmp_path / "runs"), f"out={tmp_path / 'report'}"])
+    err = capsys.readouterr().err
+    assert f"skipped {bad}" in err and "good" in (tmp_path / "report" / "runs.csv").read_text()
+    with pytest.raises(SystemExit) as exit_:
+        report_main(["table", str(tmp_path / "runs"), f"out={tmp_path / 'report'}", "strict=true"])
+    assert exit_.value.code == 2 and str(bad) in capsys.readouterr().err
+    (bad / "summary.json").unlink()
+    (bad / "config.yaml").write_text("task: [unclosed\n")
+    again = subprocess.run(cmd(bad, "train.steps=3"), capture_output=True, text=True)
+    assert again.returncode == 2 and "config.yaml is damaged" in again.stderr and "Traceback" not in again.stderr

@@ -28,7 +28,9 @@ OUT = {"out": ("", "output folder (default: RESULTS/report)"),
        "figures": ("true", "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)"),
        "panel": ("", "only the runs of this panel (e.g. depo1_K4), when a folder holds several"),
        "row": ("", "only the runs of this difficulty row (e.g. N=15, cfg3f)"),
-       "size": ("", "only the runs of this model size (e.g. 8L512D)")}
+       "size": ("", "only the runs of this model size (e.g. 8L512D)"),
+       "strict": ("false", "stop at a run whose summary.json or config.yaml is damaged (default: skip it, "
+                           "with a warning naming it)")}
 
 
 def _suffix(metric: str) -> str:
@@ -48,7 +50,7 @@ def _runs(args: Args) -> pd.DataFrame:
     results = Path(args.positional[0])
     if not results.is_dir():
         raise ConfigError(f"RESULTS={results} is invalid: expected a folder of run directories")
-    frame = load_runs(results)
+    frame = load_runs(results, args.flag("strict"))
     if frame.empty:
         print(f"playground-report: no run directory under {results}", file=sys.stderr)
         raise SystemExit(1)
@@ -335,7 +337,7 @@ def cmd_findings(args: Args) -> int:
     from playground.report import findings as fnd
 
     spec = fnd.load_findings(Path(args["spec"]) if args["spec"] else fnd.SPEC, args["results"])
-    frame, refused = check_integrity(load_runs(Path(args.positional[0])))
+    frame, refused = check_integrity(load_runs(Path(args.positional[0]), args.flag("strict")))
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)
     table = fnd.evaluate(spec, frame)
@@ -389,7 +391,7 @@ COMMANDS = [
              "results": ("", "only the findings of these paper results (comma-separated, e.g. 2,3a)"),
              "update": ("", "also put the summary table into these markdown files, between their "
                             "<!-- findings:begin --> and <!-- findings:end --> lines (comma-separated)"),
-             "out": OUT["out"], "figures": OUT["figures"]}, R,
+             "out": OUT["out"], "figures": OUT["figures"], "strict": OUT["strict"]}, R,
             examples=("playground-report findings results/mini/runs out=results/mini/findings",
                       "playground-report findings results/mini/runs out=results/mini/findings "
                       "update=README.md,results/mini/README.md")),

@@ -75,10 +75,22 @@ def refusal(d: Path, summary: dict, config: dict | None) -> str | None:
     return None
 
 
-def load_runs(path: str | Path) -> pd.DataFrame:
-    """One row per run directory under ``path`` (any depth); see the module docstring."""
+def load_runs(path: str | Path, strict: bool = False) -> pd.DataFrame:
+    """One row per run directory under ``path`` (any depth); see the module docstring. A run
+    whose summary.json or config.yaml cannot be read is skipped with a warning naming it (with
+    ``strict``, a ConfigError)."""
     root = Path(path)
-    return pd.DataFrame([load_run(d, root) for d in run_dirs(root)])
+    rows = []
+    for d in run_dirs(root):
+        try:
+            rows.append(load_run(d, root))
+        except Exception as err:  # noqa: BLE001 - JSON, YAML, encoding or OmegaConf errors alike
+            message = f"{d}: a damaged summary.json or config.yaml ({type(err).__name__}: {str(err)[:80]})"
+            if strict:
+                raise ConfigError(message) from None
+            print(f"skipped {message}; the report goes on without it (strict=true stops instead)",
+                  file=sys.stderr)
+    return pd.DataFrame(rows)
 
 
 def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

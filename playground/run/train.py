@@ -37,11 +37,14 @@ from playground.tasks import Task, build_task
 
 
 class Mirror:
-    """Optional Weights & Biases mirror (offline by default). Reports never read from it."""
+    """Optional Weights & Biases mirror. Reports never read from it. Its mode is
+    ``WandbConfig.resolved_mode``: an explicit ``wandb.mode``, else ``WANDB_MODE`` /
+    ``WANDB_DISABLED`` from the environment, else offline. Disabled: wandb is not even imported."""
 
     def __init__(self, cfg: Config, container: dict):
         self.run = None
-        if cfg.wandb.mode == "disabled" or not is_main():
+        mode = cfg.wandb.resolved_mode()  # on every rank: a bad WANDB_MODE fails them all alike
+        if mode == "disabled" or not is_main():
             return
         try:
             import wandb
@@ -49,7 +52,7 @@ class Mirror:
             print("wandb is not installed; continuing without the mirror", file=sys.stderr)
             return
         self.run = wandb.init(project=cfg.wandb.project, name=cfg.run_name, dir=cfg.out_dir,
-                              mode=cfg.wandb.mode, config=container)
+                              mode=mode, config=container)
 
     def log(self, record: dict, step: int) -> None:
         if self.run is not None:
@@ -87,7 +90,13 @@ def check_same_run(out: Path, container: dict) -> None:
     path = out / "config.yaml"
     if not path.exists():
         return
-    diff = runs.config_differences(upgrade(OmegaConf.to_container(OmegaConf.load(path))), container)
+    try:
+        stored = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception as err:  # noqa: BLE001 - YAML, encoding or OmegaConf errors alike
+        raise ConfigError(f"{path} is damaged ({type(err).__name__}); if this command is the run's own, "
+                          "delete that file and run again: the run resumes from its checkpoints and "
+                          "writes the file anew") from None
+    diff = runs.config_differences(upgrade(stored), container)
     if diff:
         raise ConfigError(f"{out} already holds a run with a different config ({'; '.join(diff)}). "
                           "Choose another run_name= or sweep=, or pass train.resume=never to replace it.")
@@ -96,8 +105,13 @@ def check_same_run(out: Path, container: dict) -> None:
 def finished_summary(out: Path) -> dict | None:
     path = out / "summary.json"
     if path.exists():
-        summary = runs.read_json(path)
-        if summary.get("status") == "finished":
+        try:
+            summary = runs.read_json(path)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ConfigError(f"{path} is damaged ({type(err).__name__}); delete it and run again: the run "
+                              "resumes from its checkpoints (a finished run trains its last steps again "
+                              "from the newest checkpoint) and writes it anew") from None
+        if isinstance(summary, dict) and summary.get("status") == "finished":
             return summary
     return None
 
