@@ -294,3 +294,22 @@ def test_damaged_summary_or_config_is_named_and_a_report_skips_it(tmp_path, caps
     (bad / "config.yaml").write_text("task: [unclosed\n")
     again = subprocess.run(cmd(bad, "train.steps=3"), capture_output=True, text=True)
     assert again.returncode == 2 and "config.yaml is damaged" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_the_files_a_killed_run_leaves_are_cleaned_on_its_next_start(tmp_path):
+    """Temp files of atomic writes, a checkpoint's temp file and a checkpoint without its sidecar
+    (what a SIGKILL at the wrong moment leaves) are removed when the run starts again; complete
+    checkpoints stay."""
+    out = tmp_path / "run"
+    subprocess.run(cmd(out, "train.steps=6"), check=True, capture_output=True)
+    kept = runs.checkpoint_paths(out / "checkpoints")
+    stale = [out / ".summary.json.abc123.tmp", out / "checkpoints" / ".step_00000009.pt.sha256.x1.tmp",
+             out / "checkpoints" / ".tmp_zz.part", out / "checkpoints" / "step_00000009.pt"]
+    for path in stale:
+        path.write_bytes(b"left by a kill")
+    assert runs.clean_stale(out) and not any(p.exists() for p in stale)
+    assert runs.checkpoint_paths(out / "checkpoints") == kept and all(p.exists() for p in kept)
+    for path in stale:
+        path.write_bytes(b"left by a kill")
+    done = subprocess.run(cmd(out, "train.steps=6"), check=True, capture_output=True, text=True)
+    assert "removed 4 file(s)" in done.stdout and not any(p.exists() for p in stale)

@@ -124,12 +124,23 @@ def checkpoint_paths(ckpt_dir: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def clean_stale(out: Path) -> list[Path]:
+    """Remove what a killed writer of run directory ``out`` can leave behind, and return it:
+    temp files of atomic writes (``.<name>.*.tmp``), a checkpoint's temp file (``.tmp_*``) and a
+    checkpoint without its ``.sha256`` sidecar (killed between its rename and the sidecar's
+    write; it never counts, see :func:`checkpoint_paths`). Call it only holding the run's lock."""
+    ckpt_dir = out / "checkpoints"
+    stale = [*out.glob(".*.tmp"), *ckpt_dir.glob(".*.tmp"), *ckpt_dir.glob(".tmp_*")]
+    stale += [p for p in ckpt_dir.glob("step_*.pt") if CKPT_RE.search(p.name) and not _sidecar(p).exists()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
     """Write ``step_<step>.pt`` atomically with its checksum; keep the newest ``keep``."""
     path = ckpt_dir / f"step_{step:08d}.pt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ckpt_dir.glob(".tmp_*"):  # left by a run killed while writing
-        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=ckpt_dir, prefix=".tmp_", suffix=".part")
     os.close(fd)
     try:

@@ -131,6 +131,8 @@ def run(dcfg: DictConfig) -> dict:
         return _run(cfg, task, container, out, scales, longer)
     out.mkdir(parents=True, exist_ok=True)
     with runs.writer_lock(out):  # one writer per run directory (a second is refused at once)
+        if stale := runs.clean_stale(out):
+            print(f"{out}: removed {len(stale)} file(s) a killed run left ({', '.join(p.name for p in stale)})")
         return _run(cfg, task, container, out, scales, longer)
 
 
