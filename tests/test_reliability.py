@@ -313,3 +313,14 @@ def test_the_files_a_killed_run_leaves_are_cleaned_on_its_next_start(tmp_path):
         path.write_bytes(b"left by a kill")
     done = subprocess.run(cmd(out, "train.steps=6"), check=True, capture_output=True, text=True)
     assert "removed 4 file(s)" in done.stdout and not any(p.exists() for p in stale)
+
+
+def test_divergence_is_one_line_not_a_traceback(tmp_path):
+    """train.lr=1e3: the run is recorded diverged and the user reads one line saying where and
+    why, with exit status 1."""
+    out = tmp_path / "run"
+    done = subprocess.run(cmd(out, "train.lr=1e3", "train.steps=20"), capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    line = [x for x in done.stderr.splitlines() if "diverged" in x]
+    assert len(line) == 1 and "non-finite" in line[0] and str(out) in line[0]
+    assert runs.read_json(out / "summary.json")["status"] == "diverged"

@@ -236,6 +236,11 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     except Preempted as err:
         print(f"{err}", file=sys.stderr)
         raise SystemExit(128 + err.signum) from None
+    except Diverged as err:  # recorded as diverged in summary.json by run(); one line, no traceback
+        print(f"playground-train: {cfg.out_dir}: diverged: {err} (recorded in summary.json)", file=sys.stderr)
+        if sweep:
+            return None
+        raise SystemExit(1) from None
     except Exception:
         if not sweep:
             raise
