@@ -324,3 +324,17 @@ def test_divergence_is_one_line_not_a_traceback(tmp_path):
     line = [x for x in done.stderr.splitlines() if "diverged" in x]
     assert len(line) == 1 and "non-finite" in line[0] and str(out) in line[0]
     assert runs.read_json(out / "summary.json")["status"] == "diverged"
+
+
+def test_eval_falls_back_past_a_corrupt_latest_checkpoint(tmp_path):
+    """playground-eval, like training's resume, skips a latest checkpoint that fails its checksum,
+    says so, and evaluates the previous intact one."""
+    out = tmp_path / "run"
+    subprocess.run(cmd(out, "train.steps=6"), check=True, capture_output=True)
+    older, latest = runs.checkpoint_paths(out / "checkpoints")[-2:]
+    latest.write_bytes(latest.read_bytes()[:100])  # truncated, its sidecar kept
+    done = subprocess.run([sys.executable, "-m", "playground.run.evaluate", str(out), "device=cpu"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"skipping checkpoint {latest.name}" in done.stderr
+    assert json.loads((out / "eval.json").read_text())["checkpoint"] == str(older)

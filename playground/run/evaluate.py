@@ -62,9 +62,10 @@ def longer_tasks(task: Task, scales: list[float], key: str = "eval.length_scales
 
 
 def _load(run_dir: Path, checkpoint: str, eval_size: int):
-    """The run's config (``eval_size`` applied) and its checkpoint's path. A config.yaml that
-    does not match the config hash its summary.json records (edited after the run) is refused,
-    as the reports refuse it."""
+    """The run's config (``eval_size`` applied), its checkpoint's path and state: the one named,
+    else the newest that verifies (a corrupt one is skipped with a warning, as training's resume
+    skips it). A config.yaml that does not match the config hash its summary.json records (edited
+    after the run) is refused, as the reports refuse it."""
     container = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
     summary = run_dir / "summary.json"
     recorded = runs.read_json(summary).get("config_hash") if summary.exists() else None
@@ -75,18 +76,19 @@ def _load(run_dir: Path, checkpoint: str, eval_size: int):
     cfg = from_container(container)
     if eval_size:
         cfg.task = dataclasses.replace(cfg.task, eval_size=eval_size)
-    paths = runs.checkpoint_paths(run_dir / "checkpoints")
-    path = Path(checkpoint) if checkpoint else (paths[-1] if paths else None)
-    if path is None or not path.exists():
-        raise FileNotFoundError(f"no checkpoint in {run_dir / 'checkpoints'}" if not checkpoint
-                                else f"checkpoint={checkpoint} does not exist")
-    return cfg, path
+    if checkpoint:
+        if not Path(checkpoint).exists():
+            raise FileNotFoundError(f"checkpoint={checkpoint} does not exist")
+        return cfg, Path(checkpoint), runs.load_checkpoint(Path(checkpoint))
+    latest = runs.load_latest_checkpoint(run_dir / "checkpoints")
+    if latest is None:
+        raise FileNotFoundError(f"no intact checkpoint in {run_dir / 'checkpoints'}")
+    return cfg, *latest
 
 
-def _model(cfg, task: Task, path: Path, device: str):
+def _model(cfg, task: Task, state: dict, device: str):
     """The run's model with the checkpoint's weights, on ``device``, and the checkpoint's step."""
     model = build_model(cfg.model, len(task.vocab))
-    state = runs.load_checkpoint(path)
     model.load_state_dict(state["model"])
     return model.to(pick_device(device)), state["step"]
 
@@ -94,10 +96,10 @@ def _model(cfg, task: Task, path: Path, device: str):
 def length_gen_run(run_dir: Path, scales: list[float], checkpoint: str = "", eval_size: int = 0,
                    batch_size: int = 64, device: str = "auto") -> list[dict]:
     """Rows (scale, context, metric, value) of a run's checkpoint on its task at each scale."""
-    cfg, path = _load(run_dir, checkpoint, eval_size)
+    cfg, _, state = _load(run_dir, checkpoint, eval_size)
     task = build_task(cfg.task)
     tasks = longer_tasks(task, scales)
-    model, _ = _model(cfg, task, path, device)
+    model, _ = _model(cfg, task, state, device)
     return length_gen_rows(model, scales, tasks, batch_size)
 
 
@@ -123,9 +125,9 @@ def write_length_gen(path: Path, rows: list[dict]) -> None:
 def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_size: int = 64,
                  device: str = "auto") -> dict:
     """Metrics of a run's checkpoint (the latest unless ``checkpoint`` is given)."""
-    cfg, path = _load(run_dir, checkpoint, eval_size)
+    cfg, path, state = _load(run_dir, checkpoint, eval_size)
     task = build_task(cfg.task)
-    model, step = _model(cfg, task, path, device)
+    model, step = _model(cfg, task, state, device)
     metrics = task.evaluate(model, task.eval_examples(), batch_size)
     return {"checkpoint": str(path), "step": step, "eval_size": cfg.task.eval_size,
             "primary_metric": task.primary_metric, "metrics": metrics}
