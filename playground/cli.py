@@ -203,6 +203,23 @@ def usage(prog: str, doc: str, commands: Sequence[Command], command: Command | N
 # -- atomic files ----------------------------------------------------------------------------
 
 
+def check_writable(path: Path, key: str) -> None:
+    """Refuse, before any compute, an output location where nothing can be written: a temp file
+    is made and removed in ``path``'s nearest existing folder (permissions alone do not tell for
+    root or read-only mounts); nothing is left behind."""
+    folder = Path(path).absolute()
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        if not folder.is_dir():
+            raise NotADirectoryError(f"{folder} is a file")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".playground-check.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as err:
+        raise ConfigError(f"{key}={path} is invalid: nothing can be written there ({err.strerror or err})") from None
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

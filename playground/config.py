@@ -14,7 +14,10 @@ knows every task and mixer without importing one (docs/architecture.md).
 from __future__ import annotations
 
 import copy
+import dataclasses
+import difflib
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,14 +275,41 @@ class DataConfig:
         check(self.prefetch >= 1, "data.prefetch", self.prefetch, "an integer >= 1")
 
 
+WANDB_MODES = ("offline", "online", "disabled")
+# WANDB_MODE values wandb itself accepts, and the mode each means (dryrun and run are its old names)
+WANDB_ENV_MODES = {"offline": "offline", "online": "online", "disabled": "disabled", "shared": "shared",
+                   "dryrun": "offline", "run": "online"}
+
+
 @dataclass
 class WandbConfig:
-    mode: str = "offline"  # offline | online | disabled (a mirror only; reports never read it)
+    # "" (unset): the environment decides (resolved_mode); offline | online | disabled: this wins.
+    # A mirror only; reports never read it, and the key is volatile (not part of a run's identity).
+    mode: str = ""
     project: str = "canon-playground"
 
     def __post_init__(self) -> None:
-        modes = ("offline", "online", "disabled")
-        check(self.mode in modes, "wandb.mode", self.mode, f"one of {modes}")
+        check(self.mode in ("", *WANDB_MODES), "wandb.mode", self.mode,
+              f"one of {WANDB_MODES}, or '' (unset: WANDB_MODE / WANDB_DISABLED decide, else offline)")
+
+    def resolved_mode(self, environ: dict[str, str] | None = None) -> str:
+        """The mode the wandb mirror runs in (the one place it is decided): an explicit
+        ``wandb.mode``; else ``WANDB_MODE`` from the environment; else ``disabled`` when
+        ``WANDB_DISABLED`` is true, 1 or yes; else ``offline``. ``environ`` defaults to os.environ."""
+        if self.mode:
+            return self.mode
+        if environ is None:
+            import os
+
+            environ = os.environ
+        if env_mode := environ.get("WANDB_MODE", "").strip().lower():
+            if env_mode not in WANDB_ENV_MODES:
+                raise ConfigError(f"WANDB_MODE={environ['WANDB_MODE']!r} (environment) is invalid: expected "
+                                  f"one of {tuple(WANDB_ENV_MODES)}, or set wandb.mode")
+            return WANDB_ENV_MODES[env_mode]
+        if environ.get("WANDB_DISABLED", "").strip().lower() in ("true", "1", "yes"):
+            return "disabled"
+        return "offline"
 
 
 @dataclass
@@ -361,8 +391,36 @@ def to_objects(cfg: DictConfig) -> Config:
             if problems:  # a follow-on failure of values already reported
                 return None  # type: ignore[return-value]  (collecting() raises on exit)
             raise
+        check_unknown_keys(OmegaConf.to_container(cfg, resolve=False), obj)
         check_combinations(obj)
     return obj
+
+
+def check_unknown_keys(data: dict, obj: Config) -> None:
+    """Refuse keys that no schema has (``+train.step=50`` adds one that Hydra's struct mode lets
+    through), each with the nearest key the schema does have."""
+    known = _schema_keys(obj)
+    for key in _unknown_keys(data, obj):
+        near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        raise ConfigError(f"{key} is not a config key" + (f"; did you mean {near[0]}?" if near else
+                                                           " (see playground-train --cfg job)"))
+
+
+def _unknown_keys(node, obj, prefix: str = "") -> list[str]:
+    if not (dataclasses.is_dataclass(obj) and isinstance(node, dict)):
+        return []
+    names = {f.name for f in dataclasses.fields(obj)}
+    out = []
+    for key, value in node.items():
+        out += [prefix + key] if key not in names else _unknown_keys(value, getattr(obj, key), f"{prefix}{key}.")
+    return out
+
+
+def _schema_keys(obj, prefix: str = "") -> list[str]:
+    if not dataclasses.is_dataclass(obj):
+        return []
+    return [k for f in dataclasses.fields(obj)
+            for k in [prefix + f.name, *_schema_keys(getattr(obj, f.name), f"{prefix}{f.name}.")]]
 
 
 def check_combinations(cfg: Config) -> None:
@@ -384,8 +442,42 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
         try:
             return hydra_compose(config_name=config_name, overrides=overrides)
         except HydraException as err:
+            if missing := _missing_option(str(err)):
+                raise ConfigError(missing) from None
             detail = f" ({err.__cause__})".replace("\n", " ") if err.__cause__ else ""
             raise ConfigError(f"{err}{detail}".replace("\n", " ")) from None
+
+
+def check_group_options(args: list[str]) -> None:
+    """Refuse a command-line ``group=option`` naming no option of a config group (``task=depo_tny``),
+    with the nearest option, before Hydra composes anything (its own message lists every option
+    over many lines). Sweeps (``a,b``) and interpolations are left to Hydra."""
+    register()
+    store = ConfigStore.instance().repo
+    for arg in args:
+        group, sep, name = arg.lstrip("+~").partition("=")
+        if not sep or not (CONF_DIR / group).is_dir() or not name or any(c in name for c in ",${}[]()"):
+            continue
+        options = sorted({p.stem for p in (CONF_DIR / group).glob("*.yaml")}
+                         | {n.removesuffix(".yaml") for n in store.get(group, {})})
+        if name not in options:
+            message = _missing_option(f"Could not find '{group}/{name}'\n\nAvailable options in '{group}':\n"
+                                      + "\n".join(f"\t{o}" for o in options))
+            raise ConfigError(message)
+
+
+def _missing_option(message: str) -> str | None:
+    """Hydra's "Could not find 'group/name'" (and its list of every option) as one line with the
+    nearest option."""
+    found = re.search(r"Could not find '([^'/]+)/([^']+)'.*?Available options in '[^']+':\n(.*?)(?:\n\S|$)",
+                      message, re.S)
+    if not found:
+        return None
+    group, name, listing = found.groups()
+    options = [o.strip() for o in listing.splitlines() if o.strip() and not o.strip().endswith("_schema")]
+    near = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
+    return (f"{group}={name} is not an option of {group}" + (f"; did you mean {group}={near[0]}?" if near else "")
+            + f" (options: {', '.join(options)})")
 
 
 def upgrade(data: dict) -> dict:

@@ -37,3 +37,22 @@ def test_from_container_round_trip():
     cfg = compose(["task=depo2", "canon=AC", "mixer=nope"])
     again = from_container(OmegaConf.to_container(cfg, resolve=True))
     assert again == to_objects(cfg)
+
+
+def test_keys_no_schema_has_are_refused_with_the_nearest_key():
+    """`+train.step=50` gets past Hydra's struct mode; the schema check refuses it (and any key
+    no schema has), naming the nearest real key."""
+    import pytest
+
+    from playground.config import check_group_options, compose, to_objects
+    from playground.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"train\.step is not a config key; did you mean train\.steps\?"):
+        to_objects(compose(["+train.step=50"]))
+    with pytest.raises(ConfigError, match=r"model\.canon\.kernal .* did you mean model\.canon\.kernel\?"):
+        to_objects(compose(["+model.canon.kernal=3"]))
+    with pytest.raises(ConfigError, match=r"task=depo_tny is not an option of task; did you mean task=depo_tiny\?"):
+        check_group_options(["task=depo_tny"])
+    with pytest.raises(ConfigError, match=r"did you mean task=depo_tiny\?"):
+        compose(["task=depo_tny"])
+    check_group_options(["task=depo_tiny", "mixer=rope,nope", "train.lr=1e-3", "size=8L512D"])  # fine

@@ -338,3 +338,19 @@ def test_eval_falls_back_past_a_corrupt_latest_checkpoint(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"skipping checkpoint {latest.name}" in done.stderr
     assert json.loads((out / "eval.json").read_text())["checkpoint"] == str(older)
+
+
+@pytest.mark.parametrize("argv", [
+    [sys.executable, "-m", "playground.run.train", *TINY, "train.steps=3", "out_dir=/proc/playground/run"],
+    [sys.executable, "-m", "playground.report.cli", "table", "RUNS", "out=/proc/playground/report"],
+    [sys.executable, "-m", "playground.data.cli", "dump", "task=depo_tiny", "count=2", "out=/proc/playground/d.jsonl"],
+])
+def test_unwritable_outputs_are_refused_up_front(tmp_path, argv):
+    """An output location where nothing can be written (/proc: not even root can) is refused
+    before any compute, naming the key, with no traceback."""
+    (tmp_path / "runs").mkdir()
+    argv = [str(tmp_path / "runs") if a == "RUNS" else a for a in argv]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "nothing can be written there" in done.stderr and "Traceback" not in done.stderr
+    assert ("out_dir=" if "train" in argv[2] else "out=") in done.stderr

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from playground.cli import Args, Command, atomic_write
+from playground.cli import Args, Command, atomic_write, check_writable
 from playground.cli import main as cli_main
 from playground.config import compose, to_objects
 from playground.data.loader import first_windows
@@ -106,6 +106,7 @@ def window_lines(args: Args) -> str:
 def cmd_dump(args: Args) -> None:
     if not args["out"]:
         raise ConfigError("dump needs out=FILE.jsonl")
+    check_writable(Path(args["out"]).parent, "out")
     if args.int("windows"):
         lines = window_lines(args)
     else:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playground.cli import Args, Command, atomic_write
+from playground.cli import Args, Command, atomic_write, check_writable
 from playground.cli import main as cli_main
 from playground.errors import ConfigError
 from playground.report import cells as aggregate
@@ -47,6 +47,7 @@ def _out(args: Args) -> Path:
 
 
 def _runs(args: Args) -> pd.DataFrame:
+    check_writable(_out(args), "out")
     results = Path(args.positional[0])
     if not results.is_dir():
         raise ConfigError(f"RESULTS={results} is invalid: expected a folder of run directories")
@@ -337,6 +338,7 @@ def cmd_findings(args: Args) -> int:
     from playground.report import findings as fnd
 
     spec = fnd.load_findings(Path(args["spec"]) if args["spec"] else fnd.SPEC, args["results"])
+    check_writable(_out(args), "out")
     frame, refused = check_integrity(load_runs(Path(args.positional[0]), args.flag("strict")))
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)

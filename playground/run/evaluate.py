@@ -25,7 +25,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from playground.cli import Args, Command, atomic_write, write_json
+from playground.cli import Args, Command, atomic_write, check_writable, write_json
 from playground.cli import main as cli_main
 from playground.config import from_container
 from playground.errors import ConfigError
@@ -137,6 +137,8 @@ def cmd_eval(args: Args) -> None:
     run_dir = Path(args.positional[0])
     if not (run_dir / "config.yaml").exists():
         raise ConfigError(f"RUN_DIR={run_dir} is invalid: not a run directory (no config.yaml)")
+    if args["out"]:
+        check_writable(Path(args["out"]).parent, "out")
     if args["eval.length_scales"]:
         scales = parse_scales(args["eval.length_scales"])
         try:

@@ -25,8 +25,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from playground.cli import fail
-from playground.config import CONF_DIR, Config, register, to_objects, upgrade
+from playground.cli import check_writable, fail
+from playground.config import CONF_DIR, Config, check_group_options, register, to_objects, upgrade
 from playground.data.packing import check_fits, count_windows, shard_size
 from playground.errors import ConfigError
 from playground.run import evaluate as ev
@@ -129,6 +129,7 @@ def run(dcfg: DictConfig) -> dict:
     container = OmegaConf.to_container(dcfg, resolve=True)
     if not is_main():  # data parallel: rank 0 holds the run directory's lock for all ranks
         return _run(cfg, task, container, out, scales, longer)
+    check_writable(out, "out_dir")
     out.mkdir(parents=True, exist_ok=True)
     with runs.writer_lock(out):  # one writer per run directory (a second is refused at once)
         if stale := runs.clean_stale(out):
@@ -251,6 +252,14 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     register()
+    try:
+        check_group_options(sys.argv[1:])
+        # Hydra makes the run directory before any code of ours runs: check where it goes first
+        # (out_dir= as given, else the default's top folder, results/ under the working directory)
+        given = [a.partition("=")[2] for a in sys.argv[1:] if a.startswith("out_dir=")]
+        check_writable(Path(given[-1] if given else "results"), "out_dir")
+    except ConfigError as err:
+        fail("playground-train", str(err))
     try:
         _hydra_main()
     finally:
