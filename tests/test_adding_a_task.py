@@ -83,4 +83,4 @@ def test_trains_and_evaluates_end_to_end(env, tmp_path):
 def test_without_the_package_the_task_is_unknown(tmp_path):
     out = subprocess.run([sys.executable, "-m", "playground.run.train", "task=reverse", "wandb.mode=disabled",
                           f"out_dir={tmp_path / 'x'}"], capture_output=True, text=True)
-    assert out.returncode != 0 and "task/reverse" in out.stderr + out.stdout
+    assert out.returncode != 0 and "task=reverse is not an option of task" in out.stderr + out.stdout
