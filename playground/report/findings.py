@@ -28,8 +28,9 @@ launches exactly those).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -61,10 +62,6 @@ class Side:
     scale: str
     variant: str
 
-    @property
-    def label(self) -> str:
-        return self.variant
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -88,10 +85,10 @@ class Finding:
     cells: tuple[Cell, ...]
     tolerance: float = 0.0
     note: str = ""
-    sides: tuple[Side, Side] = field(init=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "sides", (self.a, self.b))
+    @property
+    def sides(self) -> tuple[Side, Side]:
+        return self.a, self.b
 
 
 def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
@@ -206,8 +203,8 @@ def needed_runs(findings: list[Finding], root: str) -> list[list[str]]:
         for cell in finding.cells:
             for side in finding.sides:
                 extra = [f"seed={','.join(map(str, finding.seeds))}", f"size={cell.size}"]
-                sweep = load_sweep(find_sweep_file(side.sweep), side.scale, cell.panel, extra, side.variant)
-                sweep.root = root
+                sweep = dataclasses.replace(load_sweep(find_sweep_file(side.sweep), side.scale, cell.panel,
+                                                       extra, side.variant), root=root)
                 for overrides in sweep.runs():
                     if tuple(overrides) in seen:
                         continue
@@ -311,7 +308,7 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
             row_label = next((r["record.task.row"] for runs in done for _, r in runs.iterrows()), "")
             rows.append({"id": finding.id, "result": finding.result, "claim": finding.claim,
                          "panel": cell.panel, "row": row_label or _where_text(cell), "size": cell.size,
-                         "metric": metric, "a": finding.a.label, "b": finding.b.label,
+                         "metric": metric, "a": finding.a.variant, "b": finding.b.variant,
                          "values_a": _join(values[0]), "values_b": _join(values[1]),
                          "questions": _join([q for q in questions if q]), "chance": chance,
                          "missing": "; ".join(missing), **stats})

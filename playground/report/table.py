@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 from playground.cli import read_json
 from playground.errors import ConfigError
-from playground.run.rundir import config_hash, record_of
+from playground.run.rundir import hash_mismatch, record_of
 
 # summary keys of runs written without a record (their values come from the record or config.yaml)
 LEGACY = ("task", "task_name", "difficulty", "size", "mixer", "mixer_tag", "mlp", "layers",
@@ -68,7 +68,7 @@ def refusal(d: Path, summary: dict, config: dict | None) -> str | None:
     its summary, or declares another run directory (``out_dir``); None when it can."""
     if summary.get("status") != "finished" or config is None:
         return None
-    if summary.get("config_hash") not in (None, config_hash(config)):
+    if hash_mismatch(summary, config):
         return f"{d}: config.yaml does not match the config hash in summary.json"
     if config.get("out_dir") and Path(config["out_dir"]).name != d.name:
         return f"{d}: its config declares another run directory ({config['out_dir']})"

@@ -68,8 +68,7 @@ def _load(run_dir: Path, checkpoint: str, eval_size: int):
     after the run) is refused, as the reports refuse it."""
     container = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
     summary = run_dir / "summary.json"
-    recorded = runs.read_json(summary).get("config_hash") if summary.exists() else None
-    if recorded not in (None, runs.config_hash(container)):
+    if summary.exists() and runs.hash_mismatch(runs.read_json(summary), container):
         raise ConfigError(f"{run_dir / 'config.yaml'} does not match the config hash in {summary}: it was "
                           "changed after the run; restore it (its checkpoints hold the weights of the "
                           "recorded config)")

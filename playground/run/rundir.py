@@ -204,6 +204,12 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(identity(config), sort_keys=True).encode()).hexdigest()
 
 
+def hash_mismatch(summary: dict, config: dict) -> bool:
+    """Whether ``config`` (a run's config.yaml) is not the config its summary recorded by hash
+    (edited after the run); a summary without a hash matches."""
+    return summary.get("config_hash") not in (None, config_hash(config))
+
+
 def config_differences(old: dict, new: dict) -> list[str]:
     """Keys whose values differ between two resolved configs, ignoring VOLATILE keys."""
     a, b = identity(old), identity(new)
