@@ -1,7 +1,7 @@
-# 2026-11-25 (eleventh session), one NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0,
+# 2026-11-25, one NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0,
 # fla-core 0.6.0, mamba_ssm 2.3.2.post1 installed as plain Python (no CUDA extensions); the GPU
 # otherwise idle (CUDA MPS stopped). Code: the wheel of d062d05. Run one after another in one
-# device call (.gpu/bench_all.sh of that session); the last one in a later call of the same hold.
+# device call (.gpu/bench_all.sh); the last one in a later call of the same hold.
 B="task=depo1 size=12L768D train.batch_size=16"
 LL="model=llama mixer=rope canon=none train.compile=true"
 M="model=mamba2 mixer=mamba2 canon=none model.mixer.backend=mamba_ssm train.compile=true"

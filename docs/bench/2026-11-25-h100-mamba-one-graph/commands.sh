@@ -1,4 +1,4 @@
-# 2026-11-25 (twelfth session), one NVIDIA H100 80GB HBM3 (driver 580.159.04), torch 2.11.0+cu130,
+# 2026-11-25, one NVIDIA H100 80GB HBM3 (driver 580.159.04), torch 2.11.0+cu130,
 # Triton 3.6.0, mamba_ssm 2.3.2.post1 installed as plain Python (no CUDA extensions); nothing else on
 # the GPU. Code: the wheel of 4e24ee9 (after 539e24b: the kernel check and the autotune restriction
 # are constants to torch.compile, the mamba_ssm import an import statement), carried with hydra-core

@@ -1,4 +1,4 @@
-# One NVIDIA H100 80GB HBM3 (2026-11-25, ninth session), torch 2.11.0+cu130, Triton 3.6.0, mamba_ssm 2.3.2.post1
+# One NVIDIA H100 80GB HBM3 (2026-11-25), torch 2.11.0+cu130, Triton 3.6.0, mamba_ssm 2.3.2.post1
 # installed as plain Python (MAMBA_SKIP_CUDA_BUILD=TRUE MAMBA_FORCE_BUILD=TRUE, docs/mixers.md) with einops 0.8.2,
 # canon-playground at commit b6a5b01, from the repository root.
 #

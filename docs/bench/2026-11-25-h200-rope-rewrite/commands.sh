@@ -1,4 +1,4 @@
-# 2026-11-25 (thirteenth session), one NVIDIA H200 (driver 580.159.04), torch 2.11.0+cu130, Triton 3.6.0,
+# 2026-11-25, one NVIDIA H200 (driver 580.159.04), torch 2.11.0+cu130, Triton 3.6.0,
 # fla-core 0.6.0, mamba_ssm 2.3.2.post1 as plain Python (no CUDA extensions); nothing else on the GPU.
 # Two holds. The code: f22df51's working tree run from the repository root (PYTHONPATH=$PWD), plus, per line:
 #   [tile32]   as f22df51 (Canon-B + RoPE forward 32 rows x 4 warps; auto = the plain Canon kernel)

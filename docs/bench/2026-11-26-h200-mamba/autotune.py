@@ -1,7 +1,7 @@
 """Restricted vs full Triton autotuning of the SSD / GLA kernels we call (mamba_ssm's and fla's),
 at the 12L768D shapes (16 × 2048): forward + backward time of the kernel entry, the wall time of
 the first call (autotuning included), and every autotuned kernel's chosen configuration; JSON
-lines. Written in the fourteenth session (2026-11-26).
+lines. Written on 2026-11-26.
 
 Run from the repository root on a GPU, one process per mode (restriction shrinks the autotuners
 in place, so the modes cannot share a process):

@@ -1,5 +1,5 @@
-# 2026-11-26 (fourteenth session), one NVIDIA H200 (driver 580.159.04) per hold, torch 2.11.0+cu130, Triton 3.6.0,
-# fla-core 0.6.0, mamba_ssm 2.3.2.post1 as plain Python; the working tree of the session run from the repository root
+# 2026-11-26, one NVIDIA H200 (driver 580.159.04) per hold, torch 2.11.0+cu130, Triton 3.6.0,
+# fla-core 0.6.0, mamba_ssm 2.3.2.post1 as plain Python; the working tree run from the repository root
 # (PYTHONPATH=$PWD). Six holds (a hold = one machine start). The code changed between holds, per line:
 #   [h1]  2cfe0ab (BWD_STAGES 1; Mamba2 fused_norm = mamba_ssm's gated norm + D inside its SSD)
 #   [h2]  + BWD_STAGES 3 (plain) / FUSED_BWD_STAGES 1; our gated norm kernel (norm_backend auto = triton on CUDA)

@@ -2,7 +2,7 @@
 8-row, 4-warp chunk, at the widths the models launch it (Canon-A/C at d, Canon-B at 3d where the
 RoPE fusion is off, Canon-D at 2·ff, and Mamba2's short conv with its SiLU inside and a bias),
 interleaved over 5 rounds so that drift hits every setting alike; JSON lines (median of the
-rounds, µs). Written in the fourteenth session (2026-11-26).
+rounds, µs). Written on 2026-11-26.
 
 Run from the repository root on a GPU: python3 docs/bench/2026-11-26-h200-mamba/stageconfirm.py > stageconfirm.jsonl
 """

@@ -1,6 +1,6 @@
 """Time every Canon backward kernel over BWD_STAGES (software pipelining of the strip loop), with
-the chunk height and warps it may want with it; JSON lines. Written in the thirteenth session
-(2026-11-25); run in the fourteenth session's first hold (2026-11-26, stagetune.jsonl).
+the chunk height and warps it may want with it; JSON lines. Written on
+2026-11-25; run in a first hold on 2026-11-26 (stagetune.jsonl).
 
 Run from the repository root on a GPU: python3 docs/bench/2026-11-26-h200-mamba/stagetune.py > stagetune.jsonl
 Shapes: the mini recipe (64 × 512) and 12L768D at 16 × 2048: the plain kernel at Canon-A/C, B and

@@ -1,4 +1,4 @@
-# Fifteenth session, 2026-11-26: Canon-A/C fused with RMSNorm (playground::norm_canon) and the table's isolation.
+# 2026-11-26: Canon-A/C fused with RMSNorm (playground::norm_canon) and the table's isolation.
 # One NVIDIA H200 (143,771 MiB, driver 580.159.04) per hold, torch 2.11.0+cu130, Triton 3.6.0, fla-core 0.6.0,
 # mamba_ssm 2.3.2.post1 as plain Python; the working tree run from the repository root (PYTHONPATH=$PWD).
 # Which code each line ran is said per hold. A command started in the background of a device call ends with

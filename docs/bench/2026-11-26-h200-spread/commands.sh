@@ -1,9 +1,9 @@
-# Why the same step read differently in different processes; CUDA graphs for GLA. Sixteenth session, 2026-11-26,
+# Why the same step read differently in different processes; CUDA graphs for GLA. 2026-11-26,
 # one NVIDIA H200 (143,771 MiB, driver 580.159.04), torch 2.11.0+cu130, Triton 3.6.0, fla-core 0.6.0,
 # mamba_ssm 2.3.2.post1, commit 0d372b1 (hold 1) and 28fca34 plus the working tree (holds 2-3), from the repository root.
 S=docs/bench/2026-11-26-h200-spread
 MINI="task=depo1_K4 task.context=512 task.N=25 size=8L512D train=paper train.batch_size=64 train.compile=true model=llama mixer=rope"
-# hold 1, after the fifteenth session's table was finished (docs/bench/2026-11-26-h200-table/):
+# hold 1, after the first table was finished (docs/bench/2026-11-26-h200-table/):
 python3 $S/spread.py "$MINI" "llama|canon=none" "llama_canon|canon=ABCD" reps=2 steps=60 json=spread_mini.json
 #   llama 19.08 / 18.79 ms a step (medians 18.91 / 18.51), llama_canon 25.59 / 25.02 (medians 23.98 / 24.03)
 python3 $S/spread.py "task=depo1 size=12L768D train.batch_size=16" "llama|mixer=rope canon=none train.compile=true" \

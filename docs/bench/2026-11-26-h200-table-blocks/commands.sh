@@ -1,4 +1,4 @@
-# The performance table, sixteenth session, 2026-11-26: one NVIDIA H200 (gpu.txt), torch 2.11.0+cu130, Triton 3.6.0,
+# The performance table, 2026-11-26: one NVIDIA H200 (gpu.txt), torch 2.11.0+cu130, Triton 3.6.0,
 # fla-core 0.6.0, mamba_ssm 2.3.2.post1, from the repository root. Each cell in a spawned process of its own; its step
 # time is the fastest of blocks=3 blocks of 20 steps (block_step_s in the JSON).
 #
