@@ -390,14 +390,17 @@ def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=t
 
 def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...] = (0, 8),
                seconds: float = 10.0) -> list[dict]:
-    """Generation tokens/s on one core (examples as the training stream makes them, without
-    meta) and loader tokens/s with N workers (packed windows, padding included)."""
+    """Generation tokens/s on one core (examples as the training stream makes them: a shard at
+    a time, without meta) and loader tokens/s with N workers (packed windows, padding
+    included)."""
     rows = []
     for preset in presets:
         cfg = to_objects(compose([f"task={preset}"]))
         task = build_task(cfg.task)
+        shard = shard_size(task)
         tic = time.perf_counter()
-        tokens = sum(len(task.example("train", i, meta=False)) for i in range(examples))
+        tokens = sum(len(ex) for lo in range(0, examples, shard)
+                     for ex in task.examples("train", lo, min(lo + shard, examples), meta=False))
         row = {"task": preset, "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic),
                "packing": resolve_packing(task, cfg.data.packing)}
         for n in workers:

@@ -5,6 +5,17 @@ workers round-robin, i.e. in shard order, so the window stream does not depend o
 workers. Batches are cut from that stream in the main process, so they do not depend on how the
 batch is later split into micro-batches or devices. The position in the stream,
 ``{"shard": s, "offset": o}`` (next window = window o of shard s), is saved in checkpoints.
+
+Data parallel (:class:`ShardExchange`): rank r of R builds only the shards s₀ + r, s₀ + r + R, …
+(s₀: the shard the run starts or resumes at), its workers sharing them out as above, and the
+ranks swap each round of R shards (one all-gather over a gloo group), so every rank holds every
+shard and cuts the same global batches as one process would; each trains on its slice of them.
+A rank cannot build only the windows it trains on: a shard's window count is known only once
+its examples are made (their lengths decide it, in both packing modes), and a shard (about
+250 windows for cfg3f at context 512) spans several global batches, so every rank's slice
+touches every shard. Swapping whole shards costs about 12 bytes a token between ranks and
+keeps the stream, the checkpointed position and a resume under another world size exactly as
+with one process.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from playground.data.packing import pack_shard, resolve_packing
@@ -29,19 +41,61 @@ class Batch(NamedTuple):
 
 
 class ShardStream(IterableDataset):
-    """Yields (shard index, tokens, mask, segments) [W, T] each, for shards start, start+1, …
-    packed in mode ``packing`` (resolved: aligned or stream)."""
+    """Yields (shard index, tokens, mask, segments) [W, T] each, packed in mode ``packing``
+    (resolved: aligned or stream), for the shards rank ``rank`` of ``ranks`` builds: start + rank,
+    start + rank + ranks, … in order (all of them with one rank)."""
 
-    def __init__(self, task: Task, split: str, shard_examples: int, start: int = 0, packing: str = "aligned"):
+    def __init__(self, task: Task, split: str, shard_examples: int, start: int = 0,
+                 packing: str = "aligned", rank: int = 0, ranks: int = 1):
         self.task, self.split, self.shard_examples, self.start = task, split, shard_examples, start
-        self.packing = packing
+        self.packing, self.rank, self.ranks = packing, rank, ranks
 
     def __iter__(self):
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        for shard in itertools.count(self.start + worker, workers):
+        first = self.start + self.rank + self.ranks * worker
+        for shard in itertools.count(first, self.ranks * workers):
             arrays = pack_shard(self.task, self.split, shard, self.shard_examples, self.packing)
             yield shard, *(torch.from_numpy(a) for a in arrays)
+
+
+Shard = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens int32, mask, segments int32 [W, T]
+
+
+class ShardExchange:
+    """Data parallel: this rank's place among the ranks, and the swap of shards between them.
+
+    Each round, every rank brings the one shard it built and leaves with all R of them, in rank
+    order (:meth:`gather`). The swap runs over a gloo group (CPU tensors; the training's own
+    group when that is gloo, else one made for it), so it neither touches the GPUs nor waits on
+    their streams. Every rank cuts the same batches, so every rank needs each round at the same
+    batch: the collectives line up without any further coordination."""
+
+    def __init__(self, rank: int, size: int, group=None):
+        self.rank, self.size, self.group = rank, size, group
+
+    @classmethod
+    def join(cls, rank: int, size: int) -> ShardExchange | None:
+        """The exchange of rank ``rank`` of ``size`` in the initialised process group (every
+        rank must call this at the same point), or None for one process."""
+        if size == 1:
+            return None
+        group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
+        return cls(rank, size, group)
+
+    def gather(self, shard: Shard) -> list[Shard]:
+        """This rank's shard in, every rank's shard of the round out (index = rank). Shards
+        differ in window count: the counts go first, then the shards padded to the longest."""
+        tokens, mask, segments = shard
+        packed = torch.stack([tokens, mask.to(torch.int32), segments], 1)  # int32 [W, 3, T]
+        counts = [torch.zeros(1, dtype=torch.int64) for _ in range(self.size)]
+        dist.all_gather(counts, torch.tensor([len(packed)]), group=self.group)
+        sizes = [int(c) for c in counts]
+        padded = packed.new_zeros((max(sizes), *packed.shape[1:]))
+        padded[: len(packed)] = packed
+        parts = [torch.empty_like(padded) for _ in range(self.size)]
+        dist.all_gather(parts, padded, group=self.group)
+        return [(p[:n, 0], p[:n, 1].bool(), p[:n, 2]) for p, n in zip(parts, sizes)]
 
 
 class _IgnoreSignals:
@@ -58,29 +112,48 @@ class _IgnoreSignals:
 
 
 class Batches:
-    """Infinite iterator of :class:`Batch` training batches."""
+    """Infinite iterator of :class:`Batch` training batches: the global batches, on every rank."""
 
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
                  prefetch: int = 4, state: dict | None = None, split: str = "train",
-                 ignore_signals: tuple[int, ...] = (), packing: str = "auto"):
+                 ignore_signals: tuple[int, ...] = (), packing: str = "auto",
+                 exchange: ShardExchange | None = None):
         """``ignore_signals``: signals the loader workers leave to this process (the run's
-        preemption signals); ``packing``: ``data.packing`` (auto: the task's own)."""
+        preemption signals); ``packing``: ``data.packing`` (auto: the task's own); ``exchange``:
+        data parallel, this rank builds its share of the shards and swaps them with the others'
+        (:class:`ShardExchange`; None: one process builds them all)."""
         state = state or {"shard": 0, "offset": 0}
-        self.batch_size = batch_size
+        self.batch_size, self.exchange = batch_size, exchange
         self.packing = resolve_packing(task, packing)
-        stream = ShardStream(task, split, shard_examples, start=state["shard"], packing=self.packing)
+        rank, ranks = (exchange.rank, exchange.size) if exchange else (0, 1)
+        stream = ShardStream(task, split, shard_examples, start=state["shard"],
+                             packing=self.packing, rank=rank, ranks=ranks)
         loader = DataLoader(stream, batch_size=None, num_workers=num_workers,
                             prefetch_factor=prefetch if num_workers else None,
                             persistent_workers=False,
                             worker_init_fn=_IgnoreSignals(ignore_signals) if num_workers else None)
         self._shards: Iterator = iter(loader)
+        self.built: list[int] = []  # the shards this process's loader built, in order
+        self._ready: dict[int, Shard] = {}  # shards of the current round not yet reached
         self._shard, self._offset = state["shard"], state["offset"]
         self._arrays = self._next_shard(expect=self._shard)
 
-    def _next_shard(self, expect: int) -> tuple[torch.Tensor, ...]:
+    def _next_shard(self, expect: int) -> Shard:
+        if expect not in self._ready:
+            self._ready = self._round(expect)
+        return self._ready.pop(expect)
+
+    def _round(self, first: int) -> dict[int, Shard]:
+        """Shards first, first+1, … first+R-1: this rank's own from its loader (shard first+rank),
+        the others' through the exchange."""
+        rank = self.exchange.rank if self.exchange else 0
         shard, *arrays = next(self._shards)
-        assert shard == expect, f"loader returned shard {shard}, expected {expect}"
-        return tuple(arrays)
+        assert shard == first + rank, f"loader returned shard {shard}, expected {first + rank}"
+        self.built.append(shard)
+        own: Shard = tuple(arrays)  # type: ignore[assignment]
+        if self.exchange is None:
+            return {shard: own}
+        return dict(enumerate(self.exchange.gather(own), start=first))
 
     def state_dict(self) -> dict:
         return {"shard": self._shard, "offset": self._offset}

@@ -121,7 +121,7 @@ def pack_shard(task: Task, split: str, shard: int, shard_examples: int, packing:
     (shard+1)·S to close its last window)."""
     mode = resolve_packing(task, packing)
     first, end = shard * shard_examples, (shard + 1) * shard_examples
-    examples = (task.example(split, i, meta=False) for i in range(first, end))
+    examples = task.examples(split, first, end, meta=False)
     follow = task.example(split, end, meta=False) if mode == "stream" else None
     return pack_as(mode, examples, task.cfg.context, task.vocab.pad, follow)
 
@@ -139,7 +139,7 @@ def count_windows(task: Task, count: int, shard_examples: int, packing: str = "a
     measured = count if count <= EXACT_COUNT else min(count, math.ceil(SAMPLE / shard_examples) * shard_examples)
     windows = 0
     for lo in range(0, measured, shard_examples):
-        exs = (task.example("train", k, meta=False) for k in range(lo, min(lo + shard_examples, measured)))
+        exs = task.examples("train", lo, min(lo + shard_examples, measured), meta=False)
         windows += len(pack_as(mode, exs, task.cfg.context, task.vocab.pad)[0])
     return (windows if measured == count else math.ceil(windows * count / measured)), measured
 

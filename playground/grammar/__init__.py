@@ -24,11 +24,17 @@ from playground.grammar.model import (
     tree_to_nltk,
 )
 from playground.grammar.recognizer import accepts, accepts_many, parse
-from playground.grammar.sampler import sample, sample_levels, sample_with_tree
+from playground.grammar.sampler import (
+    sample,
+    sample_frontiers,
+    sample_levels,
+    sample_many,
+    sample_with_tree,
+)
 
 __all__ = [
     "Grammar", "GrammarError", "Tree", "accepts", "accepts_many", "bracket", "count_parses", "format_tree",
     "inside_probability", "load_grammar", "next_symbol_probs", "next_symbol_weights", "parse",
-    "random_grammar", "sample", "sample_levels", "sample_with_tree", "shipped_grammars", "tree_leaves",
-    "tree_to_nltk",
+    "random_grammar", "sample", "sample_frontiers", "sample_levels", "sample_many", "sample_with_tree",
+    "shipped_grammars", "tree_leaves", "tree_to_nltk",
 ]

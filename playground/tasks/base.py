@@ -191,6 +191,12 @@ class Task(ABC):
         """The example; ``meta=False`` may skip building ``meta`` (the training stream does not
         read it) but must give the same tokens and loss mask."""
 
+    def examples(self, split: str, start: int, stop: int, meta: bool = True) -> list[Example]:
+        """Examples ``start`` … ``stop - 1``, each exactly ``example(split, i, meta)``; the
+        training stream reads them a shard at a time through here, so a task that can make many
+        at once faster overrides it (Lano samples its sentences together)."""
+        return [self.example(split, i, meta) for i in range(start, stop)]
+
     @abstractmethod
     def max_length(self) -> int:
         """Upper bound on the length of any example this config can produce."""

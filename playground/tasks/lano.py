@@ -59,7 +59,8 @@ from playground.grammar import (
     bracket,
     load_grammar,
     next_symbol_probs,
-    sample_levels,
+    sample_frontiers,
+    sample_many,
     sample_with_tree,
 )
 from playground.model import generate
@@ -124,6 +125,7 @@ class Lano(Task):
         super().__init__(cfg)
         v = self.vocab
         self.outcome_ids = [v.bos] + [v[str(t)] for t in self.grammar.terminals]  # end, terminals
+        self._terminal_ids = np.array(self.outcome_ids[1:], np.int32)  # terminal index -> token id
         self._terminal_of = {v[str(t)]: t for t in self.grammar.terminals}
         self._truth: dict[bytes, np.ndarray] = {}  # sentence tokens -> exact next-symbol probs
         self.windows = False  # eval examples: windows of several sentences (at_length)
@@ -164,19 +166,41 @@ class Lano(Task):
         rng = rng_for(self.cfg.seed, split, index)
         tree = None
         while True:  # redraw the (rare, see the module docstring) sentences that cannot fit
-            if split == "train":
-                levels = sample_levels(self.grammar, rng)
+            if split == "train":  # symbol indices per level: the cheapest sample
+                levels = sample_frontiers(self.grammar, rng)
             else:
                 _, tree = sample_with_tree(self.grammar, rng)
                 levels = _levels_of(tree)
-            if len(levels[-1]) < self.cfg.context:
-                break
-        ids = [self.vocab.bos] + [self.vocab[str(t)] for t in levels[-1].tolist()]
-        meta = {"grammar": self.grammar.name, "length": len(levels[-1]),
+                levels[-1] = np.asarray(self.grammar.encode(levels[-1].tolist()), np.int64)
+            if self._fits(levels):
+                return self._as_example(levels, tree)
+
+    def examples(self, split: str, start: int, stop: int, meta: bool = True) -> list[Example]:
+        """Training sentences are sampled together (``sample_many``, several times faster than
+        one by one, the same draws); one that does not fit is made again by :meth:`example`,
+        which redraws it from its generator."""
+        if split != "train":
+            return super().examples(split, start, stop, meta)
+        indices = range(start, stop)
+        levels = sample_many(self.grammar, [rng_for(self.cfg.seed, split, i) for i in indices])
+        return [self._as_example(lv) if self._fits(lv) else self.example(split, i, meta)
+                for i, lv in zip(indices, levels)]
+
+    def _fits(self, levels: list[np.ndarray]) -> bool:
+        return len(levels[-1]) < self.cfg.context
+
+    def _as_example(self, levels: list[np.ndarray], tree=None) -> Example:
+        """The example of a sampled tree: ``levels``, one array per level (their lengths are the
+        meta's ``level_sizes``), the last the sentence as terminal indices; ``tree``, the tree
+        itself (evaluation)."""
+        sentence = levels[-1]
+        ids = np.empty(len(sentence) + 1, np.int32)
+        ids[0], ids[1:] = self.vocab.bos, self._terminal_ids[sentence]
+        meta = {"grammar": self.grammar.name, "length": len(sentence),
                 "level_sizes": [len(lv) for lv in levels]}
         if tree is not None:
             meta["tree"] = bracket(tree)
-        return Example(np.asarray(ids, np.int32), np.ones(len(ids), bool), meta)
+        return Example(ids, np.ones(len(ids), bool), meta)
 
     def describe(self, ex: Example) -> str:
         return f"{self.vocab.decode(ex.tokens)}   (every token is a target)"

@@ -1,0 +1,129 @@
+"""Data parallel loading: rank r of R builds only the shards r, r+R, … and the ranks swap them
+(playground/data/loader.py), so each rank's slice of every global batch is, byte for byte, the
+same slice of the one-process batch, for any world size, worker count and packing, also after a
+resume. The ranks here are real processes joined over gloo (file store)."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import task_from
+from torch.utils.data import DataLoader
+
+from playground.data.loader import Batches, ShardStream
+
+TESTS = Path(__file__).parent
+STEPS, RESUME_AT = 6, 2
+WORKERS, PACKINGS = (0, 2), ("aligned", "stream")
+# (overrides, batch size, examples a shard): shards of 1-3 windows (several a batch) and of ~6
+# (a shard spans batches)
+CASES = {
+    "depo": (("task=depo_tiny", "task.context=128"), 8, 3),
+    "mqar": (("task=mqar_tiny",), 4, 12),
+    "cfg3f": (("task=cfg3f",), 8, 3),
+}
+
+
+def read(task, batch, shard, packing, workers=0, exchange=None, state=None, steps=STEPS):
+    """The first ``steps`` global batches (bytes of each field), the state after RESUME_AT of
+    them, and the shards this process's loader built."""
+    b = Batches(task, batch, shard, num_workers=workers, prefetch=2, packing=packing, state=state,
+                exchange=exchange)
+    out, mark = [], None
+    for step in range(steps):
+        if step == RESUME_AT:
+            mark = b.state_dict()
+        out.append(next(b))
+    return out, mark, b.built
+
+
+RANK = """
+import pickle, sys
+import torch.distributed as dist
+from conftest import task_from
+from test_data_parallel import CASES, PACKINGS, RESUME_AT, STEPS, WORKERS, read
+from playground.data.loader import ShardExchange
+
+rank, size, store, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=size)
+exchange = ShardExchange.join(rank, size)
+found = {}
+for name, (overrides, batch, shard) in CASES.items():
+    task, share = task_from(*overrides), batch // size
+    for packing in PACKINGS:
+        for workers in WORKERS:
+            batches, mark, built = read(task, batch, shard, packing, workers, exchange)
+            resumed, _, _ = read(task, batch, shard, packing, workers, exchange, state=mark,
+                                 steps=STEPS - RESUME_AT)
+            cut = lambda bs: [[f[rank * share:(rank + 1) * share].numpy().tobytes() for f in b]
+                              for b in bs]
+            found[name, packing, workers] = {"slices": cut(batches), "resumed": cut(resumed),
+                                             "mark": mark, "built": built}
+dist.destroy_process_group()
+pickle.dump(found, open(out, "wb"))
+"""
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """One process: the global batches, the state after RESUME_AT steps, the shards built."""
+    found = {}
+    for name, (overrides, batch, shard) in CASES.items():
+        task = task_from(*overrides)
+        for packing in PACKINGS:
+            found[name, packing] = read(task, batch, shard, packing)
+    return found
+
+
+def run_ranks(tmp_path: Path, size: int) -> list[dict]:
+    outs = [tmp_path / f"rank{r}.pkl" for r in range(size)]
+    store = str(tmp_path / "store")
+    procs = [subprocess.Popen([sys.executable, "-c", RANK, str(r), str(size), store, str(out)],
+                              cwd=TESTS, stderr=subprocess.PIPE, text=True)
+             for r, out in enumerate(outs)]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+    return [pickle.loads(out.read_bytes()) for out in outs]
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_rank_slices_are_the_one_process_batches(tmp_path, reference, size):
+    """Concatenated over the ranks, the slices are the world-size-1 batches byte for byte (every
+    field, several steps, both packings, 0 or 2 workers); resuming from the state after
+    RESUME_AT steps continues them; each rank's loader built only its own shards, 1/size of
+    them; and the state saved equals one process's, so a run resumes under any world size."""
+    ranks = run_ranks(tmp_path, size)
+    for (name, packing), (batches, mark, built) in reference.items():
+        whole = [[f.numpy().tobytes() for f in b] for b in batches]
+        rounds = -(-len(built) // size) * size  # the one process's shards, whole rounds of them
+        for workers in WORKERS:
+            got = [r[name, packing, workers] for r in ranks]
+            for key, want in (("slices", whole), ("resumed", whole[RESUME_AT:])):
+                per_rank = zip(*(g[key] for g in got))  # steps, each [rank][field]
+                joined = [[b"".join(f) for f in zip(*fields)] for fields in per_rank]
+                assert joined == want, (name, packing, workers, key)
+            for rank, g in enumerate(got):
+                assert g["mark"] == mark
+                assert g["built"] == list(range(rank, rounds, size)), (name, packing, workers, rank)
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_rank_builds_only_its_own_shards(workers):
+    """Rank 1 of 4 starting at shard 5 builds shards 6, 10, 14, … (its workers share them), and
+    each is the shard one process builds."""
+    task = task_from(*CASES["depo"][0])
+    stream = ShardStream(task, "train", 3, start=5, packing="aligned", rank=1, ranks=4)
+    loader = DataLoader(stream, batch_size=None, num_workers=workers,
+                        prefetch_factor=2 if workers else None)
+    got = list(itertools.islice(loader, 5))
+    assert [s for s, *_ in got] == [6, 10, 14, 18, 22]
+    one = ShardStream(task, "train", 3, packing="aligned")
+    alone = {s: a for s, *a in itertools.islice(one, 23)}
+    for shard, *arrays in got:
+        assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(arrays, alone[shard]))
