@@ -63,13 +63,18 @@ class Args:
     def __getitem__(self, key: str) -> str:
         return self.options[key]
 
-    def int(self, key: str, minimum: int = 0) -> int:
+    def int(self, key: str, minimum: int = 0, maximum: int | None = None, why: str = "") -> int:
+        """The option as an integer in ``minimum..maximum``; ``why`` says why the bound (a message
+        naming the key otherwise)."""
         try:
             value = int(self.options[key])
         except ValueError:
             raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected an integer") from None
         if value < minimum:
             raise ConfigError(f"{key}={value} is invalid: expected an integer >= {minimum}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"{key}={value} is invalid: expected an integer in "
+                              f"{minimum}..{maximum:,}" + (f" ({why})" if why else ""))
         return value
 
     def ints(self, key: str, minimum: int = 0) -> list[int]:
@@ -220,11 +225,14 @@ def check_writable(path: Path, key: str) -> None:
         raise ConfigError(f"{key}={path} is invalid: nothing can be written there ({err.strerror or err})") from None
 
 
+SHARED_MODE = 0o644  # every file a run or report writes: mkstemp makes 0600; results are shared
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
+    os.chmod(tmp, SHARED_MODE)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

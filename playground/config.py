@@ -69,10 +69,48 @@ def plugins(group: str, base: type = object) -> dict[str, type]:
 
 
 def plugin(group: str, name: str, key: str) -> type:
-    """The class registered as ``name`` in ``group``, or a ConfigError naming ``key``."""
+    """The class registered as ``name`` in ``group`` or, for a dotted path, imported from it
+    (:func:`import_plugin`); else a ConfigError naming ``key``."""
     known = plugins(group)
+    if name not in known and is_path(name):
+        return import_plugin(name, key)
     check(name in known, key, name, f"one of {sorted(known)} (entry points of {group})")
     return known[name]
+
+
+PATH_RE = re.compile(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*")  # my_pkg.my_mixer:MyMixer or .MyMixer
+
+
+def is_path(name: str) -> bool:
+    """Whether a task or mixer name is a dotted path to its class rather than an entry-point
+    name (which holds neither ``.`` nor ``:``)."""
+    return bool(PATH_RE.fullmatch(str(name)))
+
+
+@functools.cache
+def import_plugin(path: str, key: str) -> type:
+    """The class at ``path`` (``module:Class`` or ``module.Class``), imported from the working
+    directory or anywhere on ``sys.path``: a task or mixer used without an entry point, so with
+    no reinstall. It is a class with a dataclass ``Config``; a run's config names it by the path
+    (its ``name``), so resuming and evaluating import it again. ConfigError naming ``key``."""
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    if os.getcwd() not in sys.path and "" not in sys.path:  # console scripts leave it out
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"{key}={path!r} is invalid: module {module_name!r} does not import "
+                          f"({err}); expected module:Class importable from the working directory "
+                          "or PYTHONPATH") from None
+    cls = getattr(module, attr, None)
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(getattr(cls, "Config", None))):
+        raise ConfigError(f"{key}={path!r} is invalid: expected a class with a dataclass Config in "
+                          f"module {module_name!r} (docs/adding_a_task.md)")
+    return cls
 
 
 # -- Canon ---------------------------------------------------------------------------------
@@ -172,8 +210,8 @@ class ModelConfig:
               "an integer >= 1")
         check(self.head_dim >= 2 and self.head_dim % 2 == 0, "model.head_dim", self.head_dim,
               "an even integer >= 2")
-        check(self.d_model % self.head_dim == 0, "model.d_model", self.d_model,
-              f"a multiple of model.head_dim={self.head_dim}")
+        check(self.d_model >= 1 and self.d_model % self.head_dim == 0, "model.d_model",
+              self.d_model, f"a positive multiple of model.head_dim={self.head_dim}")
         check(self.mlp in MLPS, "model.mlp", self.mlp, f"one of {MLPS}")
         check(self.init_std > 0, "model.init_std", self.init_std, "a number > 0")
         check(self.moe_experts >= 1, "model.moe_experts", self.moe_experts, "an integer >= 1")
@@ -326,11 +364,31 @@ class Config:
     run_name: str = "${pg_run_name:}"
     out_dir: str = "results/${sweep}/${run_name}"
 
+    def __post_init__(self) -> None:
+        check_names(self.sweep, self.run_name, self.out_dir)
+
+
+def check_names(sweep: str, run_name: str, out_dir: str) -> None:
+    """``sweep`` and ``run_name`` each name a folder below ``results/`` (``out_dir`` defaults to
+    ``results/<sweep>/<run_name>``): non-empty, no part empty, ``.`` or ``..`` (``sweep=`` would put
+    the run into the sweep's folder itself, ``run_name=..`` above it); ``out_dir`` is non-empty."""
+    for key, value in (("sweep", sweep), ("run_name", run_name)):
+        parts = str(value).split("/")
+        check(all(part.strip() not in ("", ".", "..") for part in parts), key, value,
+              "a folder name (not empty, no '.' or '..' part): the run goes to "
+              "results/<sweep>/<run_name>")
+    check(bool(str(out_dir).strip()), "out_dir", out_dir, "the run's directory (not empty)")
+
+
+def uses_bf16(device: torch.device, dtype: str = "auto") -> bool:
+    """Whether ``train.dtype`` means bf16 autocast on ``device``: ``bfloat16``, or ``auto`` on
+    CUDA."""
+    return dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
+
 
 def autocast_for(device: torch.device, dtype: str = "auto"):
-    """The precision of ``train.dtype``: bf16 autocast for ``bfloat16``, or ``auto`` on CUDA;
-    otherwise a no-op."""
-    enabled = dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda")
+    """The precision of ``train.dtype`` (:func:`uses_bf16`): bf16 autocast, otherwise a no-op."""
+    enabled = uses_bf16(device, dtype)
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
@@ -360,14 +418,17 @@ def run_name(cfg: DictConfig) -> str:
     return "_".join(p for p in parts if p)
 
 
+# (config group, entry-point group, package of its node) of the plug-in kinds
+PLUGIN_GROUPS = (("task", "playground.tasks", "task"), ("mixer", "playground.mixers", "model.mixer"))
+
+
 def register() -> None:
     """Register the schemas (idempotent) and the ``pg_run_name`` resolver. A task or mixer
     without a preset file of its name under ``conf/`` gets its Config's defaults as the preset
     (``task=<name>`` works for a plug-in with no YAML at all)."""
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
-    for group, kind, package in (("task", "playground.tasks", "task"),
-                                 ("mixer", "playground.mixers", "model.mixer")):
+    for group, kind, package in PLUGIN_GROUPS:
         for name, cls in plugins(kind).items():
             cs.store(group=group, name=f"{name}_schema", node=cls.Config, package=package)
             if not (CONF_DIR / group / f"{name}.yaml").exists():
@@ -438,6 +499,7 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
     from hydra.errors import HydraException
 
     register()
+    overrides = plugin_overrides(overrides)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
             return hydra_compose(config_name=config_name, overrides=overrides)
@@ -448,15 +510,40 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
             raise ConfigError(f"{err}{detail}".replace("\n", " ")) from None
 
 
+def plugin_overrides(args: list[str]) -> list[str]:
+    """Overrides with each task or mixer named by a dotted path (:func:`is_path`) made a group
+    option: the class's Config, its defaults, is stored as the option of that name, and
+    ``task.name=P`` / ``model.mixer.name=P`` become ``task=P`` / ``mixer=P`` (the group's preset
+    would otherwise hold another class's fields). ``task=P`` and sweeps (``P,Q``) work too."""
+    out = []
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        values = value.split(",") if sep else []
+        for group, kind, package in PLUGIN_GROUPS:
+            if key not in (group, f"{package}.name"):
+                continue
+            for path in filter(is_path, values):
+                node = OmegaConf.structured(plugin(kind, path, f"{package}.name").Config)
+                node.name = path
+                ConfigStore.instance().store(group=group, name=path, node=node, package=package)
+            if key != group and values and all(map(is_path, values)):
+                arg = f"{group}={value}"
+        out.append(arg)
+    return out
+
+
 def check_group_options(args: list[str]) -> None:
     """Refuse a command-line ``group=option`` naming no option of a config group (``task=depo_tny``),
     with the nearest option, before Hydra composes anything (its own message lists every option
-    over many lines). Sweeps (``a,b``) and interpolations are left to Hydra."""
+    over many lines). Sweeps (``a,b``) and interpolations are left to Hydra, and so are Hydra's
+    own groups (``hydra/launcher=joblib``: its plug-ins add options that conf/ does not hold)."""
     register()
     store = ConfigStore.instance().repo
     for arg in args:
         group, sep, name = arg.lstrip("+~").partition("=")
         if not sep or not (CONF_DIR / group).is_dir() or not name or any(c in name for c in ",${}[]()"):
+            continue
+        if group.startswith("hydra/"):
             continue
         options = sorted({p.stem for p in (CONF_DIR / group).glob("*.yaml")}
                          | {n.removesuffix(".yaml") for n in store.get(group, {})})

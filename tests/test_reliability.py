@@ -146,16 +146,17 @@ def test_a_stop_signal_checkpoints_and_marks_resumable(tmp_path, reference, sign
 
 
 def test_sweep_isolates_crash_divergence_and_invalid_points(tmp_path):
-    """Four sweep points: fine, crashes (no such device), diverges (absurd lr), invalid."""
+    """Four sweep points: fine, crashes (a Canon kernel that needs CUDA, on CPU), diverges (absurd
+    lr), invalid."""
     conf = tmp_path / "conf" / "fault"
     conf.mkdir(parents=True)
-    points = {"fine": "seed: 0", "crash": "train:\n  device: cuda:99",
+    points = {"fine": "seed: 0", "crash": "model:\n  canon:\n    backend: triton",
               "diverge": "train:\n  lr: 1.0e+30", "invalid": "train:\n  schedule: sometimes"}
     for name, body in points.items():
         (conf / f"{name}.yaml").write_text(f"# @package _global_\nrun_name: {name}\n{body}\n")
-    base = [o for o in TINY if not o.startswith("train.device")]  # the crash point sets it
-    proc = subprocess.run([sys.executable, "-m", "playground.run.train", "-m", *base, "train.steps=12",
-                           "train.ckpt_every=6", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+    proc = subprocess.run([sys.executable, "-m", "playground.run.train", "-m", *TINY,
+                           "train.steps=12", "train.ckpt_every=6",
+                           f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
                            "sweep=faults", "+fault=fine,crash,diverge,invalid"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

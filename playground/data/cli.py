@@ -33,6 +33,13 @@ from playground.errors import ConfigError
 from playground.tasks import build_task
 from playground.tasks.base import SPLITS
 
+# count=: the examples are made and held in memory (a dump is written at once); take more in parts
+# with start=
+MAX_EXAMPLES = 1_000_000
+# start= + windows=: the loader packs every window up to the last in memory, 13 bytes a token
+# (about 1.7 GB)
+MAX_WINDOW_TOKENS = 1 << 27
+
 
 def _short(value, limit: int = 12):
     if isinstance(value, list) and len(value) > limit:
@@ -56,7 +63,9 @@ def examples_of(args: Args):
     """The task the overrides describe and its examples ``start .. start + count`` of ``split``."""
     split = split_of(args, windows=False)
     task, data = config_of(args)
-    start, count = args.int("start"), args.int("count", 1)
+    start = args.int("start")
+    count = args.int("count", 1, MAX_EXAMPLES,
+                     "examples are made and held in memory; take more in parts with start=")
     return task, data, ((i, task.example(split, i)) for i in range(start, start + count))
 
 
@@ -66,6 +75,10 @@ def windows_of(args: Args) -> tuple:
     without position 0) and segments int32[N, T]."""
     split, start, count = split_of(args, windows=True), args.int("start"), args.int("windows", 1)
     task, data = config_of(args)
+    if (start + count) * task.cfg.context > MAX_WINDOW_TOKENS:
+        raise ConfigError(f"windows={count} is invalid with start={start}: the loader would pack "
+                          f"{start + count:,} windows of task.context={task.cfg.context} tokens in "
+                          f"memory, more than {MAX_WINDOW_TOKENS:,} tokens; ask for fewer")
     check_fits(task, data.packing)
     batch = first_windows(task, shard_size(task, data.shard_examples), start + count, split, data.packing)
     tokens, mask, segments = (a[start:].numpy() for a in batch)

@@ -1,10 +1,10 @@
 """Optional GPU kernels for the linear mixers, behind import guards.
 
-- GLA: ``fla.ops.gla.chunk_gla`` (flash-linear-attention, the ``gpu`` extra).
+- GLA: ``fla.ops.gla.chunk_gla`` (fla-core, the ``gpu`` extra).
 - Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
   ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head. Only
   mamba_ssm's Triton kernels are used, so it may be installed without its CUDA extensions
-  (``MAMBA_SKIP_CUDA_BUILD=TRUE``, docs/mixers.md): :func:`kernel_module` then enters the
+  (the ``mamba`` extra with ``MAMBA_SKIP_CUDA_BUILD=TRUE``, docs/usage.md): :func:`kernel_module` then enters the
   package without running its ``__init__``, which imports them.
 - Gated DeltaNet: ``fla.ops.gated_delta_rule.chunk_gated_delta_rule``.
 - Canon through ``causal_conv1d.causal_conv1d_fn`` (the package of the paper's code release;
@@ -38,6 +38,7 @@ BACKENDS_SSD = ("auto", "torch", "fla", "mamba_ssm")
 BACKENDS_GDN = ("auto", "torch", "fla")
 AUTOTUNE = ("restricted", "full")
 _MODULES = {"fla": "fla.ops", "mamba_ssm": "mamba_ssm.ops.triton"}
+EXTRAS = {"fla": "gpu", "mamba_ssm": "mamba"}  # the extra of pyproject.toml that installs each
 # The packages used through one submodule alone, which needs nothing their ``__init__`` imports
 # (mamba_ssm's imports its CUDA extensions, ``selective_scan_cuda``, built only from source).
 _ENTRY = {"mamba_ssm": "mamba_ssm.ops.triton.ssd_combined"}
@@ -110,7 +111,8 @@ def pick_backend(requested: str, on_cuda: bool, stateful: bool, order: tuple[str
         return next((b for b in order if available(b)), "torch")
     if not on_cuda or not available(requested):
         raise RuntimeError(f"model.mixer.backend={requested} needs a CUDA device and the "
-                           f"'{requested}' package (pip install -e '.[gpu]'); use backend=auto")
+                           f"'{requested}' package (the {EXTRAS[requested]!r} extra: "
+                           "docs/usage.md#optional-packages); use backend=auto")
     return requested
 
 

@@ -77,7 +77,8 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x + y if cfg.residual else y
 
 
-NAMED_BACKENDS = {"triton": "triton", "fused": "triton", "causal_conv1d": "the causal-conv1d package"}
+NAMED_BACKENDS = {"triton": "triton (the gpu extra)", "fused": "triton (the gpu extra)",
+                  "causal_conv1d": "the causal-conv1d package (its extra: docs/usage.md#optional-packages)"}
 # The fused kernels (a Canon layer that also does its reader's or its feeder's work) each backend
 # runs; the others run the plain Canon kernel. auto: Canon-B with the head split and RoPE where
 # RoPE turns every dim of every head (``Rotary.whole``) — faster than the plain kernel with RoPE

@@ -38,6 +38,19 @@ def flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
+def results_folder(text: str | Path, start: Path | None = None) -> Path:
+    """The results folder ``text`` names (e.g. ``PLAYGROUND_RESULTS``): as given if absolute;
+    else under the working directory ``start`` if it is there, else under the repository root
+    (the nearest folder at or above ``start`` with a ``pyproject.toml``; a notebook's kernel
+    works in ``notebooks/``); else under ``start``, where :func:`load_runs` finds no runs."""
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        return path
+    start = Path(start or Path.cwd()).resolve()
+    root = next((d for d in (start, *start.parents) if (d / "pyproject.toml").is_file()), start)
+    return next((base / path for base in (start, root) if (base / path).exists()), start / path)
+
+
 def run_dirs(root: Path) -> list[Path]:
     """Every directory under ``root`` (or ``root`` itself) holding a summary.json."""
     root = Path(root)

@@ -1,18 +1,22 @@
 """Where a run computes: the device (and deterministic kernels), and data-parallel training
 across processes (``torchrun --nproc_per_node=N -m playground.run.train``).
 
-Data parallel: every process reads the same global batch from its own loader (the stream is a
-function of the config alone) and trains on its contiguous slice of it, so a run sees the same
-examples in the same order whatever the world size; DDP sums the gradients. Only rank 0 writes
-the run directory, logs and evaluates.
+Data parallel: every process cuts the same global batches from the stream (a function of the
+config alone; its loader builds one shard in N and the ranks swap them,
+``playground.data.loader.ShardExchange``) and trains on its contiguous slice of each, so a run
+sees the same examples in the same order whatever the world size; DDP sums the gradients. Only
+rank 0 writes the run directory, logs and evaluates.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
+
+from playground.errors import ConfigError
 
 # The elementwise ops whose CPU kernels PyTorch hands to MKL's vector math (VML) where its build
 # has MKL (ATen's cpu/vml.h), for float32 and float64.
@@ -32,15 +36,50 @@ def warm_vector_math() -> None:
             op(x)
 
 
-def pick_device(name: str) -> torch.device:
-    """``auto`` = CUDA when available, else CPU; a named CUDA device must exist. Warms the CPU's
-    vector math first (:func:`warm_vector_math`), so that CPU runs repeat bit for bit."""
+def pick_device(name: str, key: str = "train.device") -> torch.device:
+    """``auto`` = CUDA when available, else CPU; a named CUDA device must exist
+    (:func:`check_device`, naming ``key``). Warms the CPU's vector math first
+    (:func:`warm_vector_math`), so that CPU runs repeat bit for bit."""
     warm_vector_math()
+    return check_device(name, key)
+
+
+def check_device(name: str, key: str = "train.device") -> torch.device:
+    """The device ``name`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``) stands for on this machine, or
+    a ConfigError naming ``key`` when it has no such device (no CUDA, or fewer GPUs than N + 1).
+    Computes nothing: callable before anything is written."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"train.device={name!r} but CUDA is not available; use train.device=cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"{key}={name!r} is invalid: expected auto, cpu, cuda or cuda:N") \
+            from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not count:
+            raise ConfigError(f"{key}={name!r} is invalid: CUDA is not available on this machine; "
+                              f"use {key}=cpu (or auto)")
+        if device.index is not None and device.index >= count:
+            raise ConfigError(f"{key}={name!r} is invalid: this machine has {count} CUDA "
+                              f"device(s), cuda:0..cuda:{count - 1}")
+    return device
+
+
+def memory_of(device: torch.device) -> tuple[int, int]:
+    """(available, total) bytes of memory on ``device``: the GPU's free and total memory
+    (``torch.cuda.mem_get_info``), else the host's available and total RAM (``/proc/meminfo``,
+    else ``os.sysconf``)."""
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        return int(free), int(total)
+    try:
+        lines = Path("/proc/meminfo").read_text().splitlines()
+        info = dict(line.split(":", 1) for line in lines if ":" in line)
+        return tuple(int(info[k].split()[0]) * 1024 for k in ("MemAvailable", "MemTotal"))
+    except (OSError, KeyError, ValueError):
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
 
 
 def device_for(train) -> torch.device:

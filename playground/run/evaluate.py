@@ -3,9 +3,14 @@
     playground-eval results/default/<run>                     # latest checkpoint, task's eval_size
     playground-eval results/default/<run> eval_size=2000 checkpoint=PATH device=cpu out=FILE.json
     playground-eval results/default/<run> eval.length_scales=1,2,4   # length generalisation
+    playground-eval step_00000300.pt                          # one checkpoint file, alone
 
 The eval set is the task's eval split (a seed stream disjoint from training) at its hardest
 setting; metrics are printed and written to ``<run>/eval.json`` (or ``out=``), atomically.
+Every checkpoint holds its run's resolved config, so one file loads alone (:func:`load_model`;
+given a file, ``playground-eval`` writes ``<file stem>_eval.json`` beside it). In a run
+directory the run's ``config.yaml`` is the config, and a checkpoint trained under another one is
+refused.
 
 Length generalisation (``eval.length_scales``, ``[1,2,4]`` or ``1,2,4``): the same checkpoint on
 the task's s × longer variant for each scale s (``Task.at_length``: the context × s and the
@@ -27,11 +32,11 @@ from omegaconf import OmegaConf
 
 from playground.cli import Args, Command, atomic_write, check_writable, write_json
 from playground.cli import main as cli_main
-from playground.config import from_container
+from playground.config import Config, from_container, upgrade
 from playground.errors import ConfigError
-from playground.model import build_model
+from playground.model import LM, build_model
 from playground.run import rundir as runs
-from playground.run.device import pick_device
+from playground.run.device import check_device, pick_device
 from playground.tasks import Task, build_task
 
 LENGTH_GEN_COLUMNS = ("scale", "context", "metric", "value")
@@ -61,28 +66,63 @@ def longer_tasks(task: Task, scales: list[float], key: str = "eval.length_scales
     return tasks
 
 
+def checkpoint_config(state: dict, path: Path) -> dict:
+    """The resolved config a checkpoint holds (``Trainer`` keeps it in every checkpoint)."""
+    if not state.get("config"):
+        raise ConfigError(f"checkpoint={path} holds no config (written before checkpoints held "
+                          "one): evaluate it through its run directory, beside its config.yaml")
+    return state["config"]
+
+
+def load_model(path: Path, device: str = "cpu") -> tuple[LM, Config, dict]:
+    """The model of checkpoint file ``path`` from that file alone: built from the config it
+    holds, with its weights, on ``device``; with the typed config and the checkpoint's state."""
+    state = runs.load_checkpoint(Path(path))
+    cfg = from_container(checkpoint_config(state, Path(path)))
+    model, _ = _model(cfg, build_task(cfg.task), state, device)
+    return model, cfg, state
+
+
+def _same_config(path: Path, state: dict, container: dict, config_path: Path) -> None:
+    """Refuse a checkpoint trained under another config than the run's ``config.yaml``."""
+    if state.get("config") and (diff := runs.config_differences(upgrade(state["config"]),
+                                                                upgrade(container))):
+        raise ConfigError(f"checkpoint={path} was trained under another config than {config_path} "
+                          f"({'; '.join(diff)})")
+
+
 def _load(run_dir: Path, checkpoint: str, eval_size: int):
     """The run's config (``eval_size`` applied), its checkpoint's path and state: the one named,
     else the newest that verifies (a corrupt one is skipped with a warning, as training's resume
     skips it). A config.yaml that does not match the config hash its summary.json records (edited
-    after the run) is refused, as the reports refuse it."""
+    after the run) is refused, as the reports refuse it. ``run_dir`` may be a checkpoint file
+    alone: then its own config is the config."""
+    if run_dir.is_file():
+        state = runs.load_checkpoint(run_dir)
+        return _sized(from_container(checkpoint_config(state, run_dir)), eval_size), run_dir, state
     container = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
     summary = run_dir / "summary.json"
     if summary.exists() and runs.hash_mismatch(runs.read_json(summary), container):
         raise ConfigError(f"{run_dir / 'config.yaml'} does not match the config hash in {summary}: it was "
                           "changed after the run; restore it (its checkpoints hold the weights of the "
                           "recorded config)")
-    cfg = from_container(container)
-    if eval_size:
-        cfg.task = dataclasses.replace(cfg.task, eval_size=eval_size)
+    cfg = _sized(from_container(container), eval_size)
     if checkpoint:
         if not Path(checkpoint).exists():
             raise FileNotFoundError(f"checkpoint={checkpoint} does not exist")
-        return cfg, Path(checkpoint), runs.load_checkpoint(Path(checkpoint))
-    latest = runs.load_latest_checkpoint(run_dir / "checkpoints")
-    if latest is None:
+        found = Path(checkpoint), runs.load_checkpoint(Path(checkpoint))
+    else:
+        found = runs.load_latest_checkpoint(run_dir / "checkpoints")
+    if found is None:
         raise FileNotFoundError(f"no intact checkpoint in {run_dir / 'checkpoints'}")
-    return cfg, *latest
+    _same_config(*found, container, run_dir / "config.yaml")
+    return cfg, *found
+
+
+def _sized(cfg: Config, eval_size: int) -> Config:
+    if eval_size:
+        cfg.task = dataclasses.replace(cfg.task, eval_size=eval_size)
+    return cfg
 
 
 def _model(cfg, task: Task, state: dict, device: str):
@@ -132,12 +172,20 @@ def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_
             "primary_metric": task.primary_metric, "metrics": metrics}
 
 
+def default_out(target: Path, name: str) -> Path:
+    """Where ``playground-eval`` writes ``name`` for a run directory (inside it) or a checkpoint
+    file (beside it, after its stem: ``step_00000300_eval.json``)."""
+    return target.with_name(f"{target.stem}_{name}") if target.is_file() else target / name
+
+
 def cmd_eval(args: Args) -> None:
     run_dir = Path(args.positional[0])
-    if not (run_dir / "config.yaml").exists():
-        raise ConfigError(f"RUN_DIR={run_dir} is invalid: not a run directory (no config.yaml)")
+    if not (run_dir.is_file() or (run_dir / "config.yaml").exists()):
+        raise ConfigError(f"RUN_DIR={run_dir} is invalid: not a run directory (no config.yaml) "
+                          "nor a checkpoint file")
     if args["out"]:
         check_writable(Path(args["out"]).parent, "out")
+    check_device(args["device"], "device")  # before any checkpoint is read
     if args["eval.length_scales"]:
         scales = parse_scales(args["eval.length_scales"])
         try:
@@ -147,7 +195,7 @@ def cmd_eval(args: Args) -> None:
             raise ConfigError(str(err)) from None
         for r in rows:
             print(f"{r['scale']:>5g}x {r['context']:>7d} {r['metric']:>16s}  {r['value']:.4f}")
-        out = Path(args["out"]) if args["out"] else run_dir / "length_gen.csv"
+        out = Path(args["out"]) if args["out"] else default_out(run_dir, "length_gen.csv")
         write_length_gen(out, rows)
         print(f"wrote {out}")
         return
@@ -158,13 +206,14 @@ def cmd_eval(args: Args) -> None:
         raise ConfigError(str(err)) from None
     for key, value in result["metrics"].items():
         print(f"{key:>16s}  {value:.4f}")
-    out = Path(args["out"]) if args["out"] else run_dir / "eval.json"
+    out = Path(args["out"]) if args["out"] else default_out(run_dir, "eval.json")
     write_json(out, result)
     print(f"wrote {out}")
 
 
 COMMAND = Command(
-    "", "evaluate a run's checkpoint on its task's fixed eval set; metrics go to RUN_DIR/eval.json", cmd_eval,
+    "", "evaluate a run's checkpoint on its task's fixed eval set; metrics go to RUN_DIR/eval.json "
+    "(RUN_DIR may be one checkpoint file: it holds its config)", cmd_eval,
     {"checkpoint": ("", "a checkpoint file (default: the run's latest)"),
      "eval_size": ("0", "eval examples (0: the run's task.eval_size)"),
      "batch_size": ("64", "examples per batch"), "device": ("auto", "auto, cpu, cuda or cuda:N"),
@@ -172,6 +221,7 @@ COMMAND = Command(
                                 "or [1,2,4]; writes RUN_DIR/length_gen.csv instead of eval.json"),
      "out": ("", "the file to write (default: RUN_DIR/eval.json, or RUN_DIR/length_gen.csv)")},
     ("RUN_DIR",), examples=("playground-eval results/default/<run>",
+                            "playground-eval results/default/<run>/checkpoints/step_00000300.pt",
                             "playground-eval results/default/<run> eval_size=2000 device=cpu out=eval.json",
                             "playground-eval results/default/<run> eval.length_scales=1,2,4"))
 

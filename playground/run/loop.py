@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from playground.config import Config, TrainConfig, autocast_for
-from playground.data.loader import Batches
+from playground.data.loader import Batches, ShardExchange
 from playground.data.packing import shard_size
 from playground.errors import ConfigError
 from playground.model import LM, build_model
@@ -137,8 +137,10 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
 
 
 class Trainer:
-    def __init__(self, cfg: Config, task: Task):
-        self.cfg, self.out, self.task = cfg, Path(cfg.out_dir), task
+    def __init__(self, cfg: Config, task: Task, config: dict | None = None):
+        """``config``: the run's resolved config (``config.yaml``), kept in every checkpoint so
+        that one file loads alone (``playground.run.evaluate.load_model``)."""
+        self.cfg, self.out, self.task, self.config = cfg, Path(cfg.out_dir), task, config
         self.device = setup(device_for(cfg.train))
         self.workers = loader_workers(cfg.data.num_workers, self.device)
         if self.device.type == "cuda":  # few CPU ops here: leave the cores to the loader workers
@@ -177,7 +179,8 @@ class Trainer:
         return {"step": self.step, "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                 "data": batches.state_dict(), "loss_acc": self.loss_acc.cpu(), "good_acc": self.good_acc.cpu(),
                 "bad_total": self.bad_total.cpu(), "tokens_seen": self.tokens_seen,
-                "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng}
+                "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng,
+                "config": self.config}
 
     def save(self, batches: Batches) -> None:
         if self.main:
@@ -260,8 +263,10 @@ class Trainer:
         t = self.cfg.train
         resumed = self.restore()
         shard = shard_size(self.task, self.cfg.data.shard_examples)
+        exchange = ShardExchange.join(*world()[:2])  # data parallel: ranks share the shards
         batches = Batches(self.task, t.batch_size, shard, self.workers, self.cfg.data.prefetch,
-                          state=self.data_state, ignore_signals=PREEMPT_SIGNALS, packing=self.cfg.data.packing)
+                          state=self.data_state, ignore_signals=PREEMPT_SIGNALS, packing=self.cfg.data.packing,
+                          exchange=exchange)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
                    disable=not (t.progress and sys.stdout.isatty() and self.main), dynamic_ncols=True)

@@ -2,30 +2,38 @@
 
 ``results/<sweep>/<run>/`` holds ``config.yaml`` (resolved), ``metrics.jsonl`` (one JSON object
 per log/eval step), ``summary.json`` (final metrics, parameter counts, git SHA, wall time,
-status) and ``checkpoints/``. Every file is written atomically (temp file, then rename) so a
-killed run never leaves a half-written result behind.
+status, the command line), ``train.log`` (what the run printed: ``playground.run.runlog``) and
+``checkpoints/`` (each with the resolved config inside, so one file loads alone). Every file but
+the log is written atomically (temp file, then rename) so a killed run never leaves a
+half-written result behind, and every file is mode 0644 (``SHARED_MODE``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
+import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
-from playground.cli import atomic_write, json_safe, read_json, write_json  # noqa: F401 - re-exported
-from playground.config import Config, canon_details, from_container, plugin
+from playground.cli import SHARED_MODE, atomic_write, json_safe, read_json, write_json  # noqa: F401
+from playground.config import Config, canon_details, check_names, from_container, plugin
 from playground.data.packing import resolve_packing
 from playground.errors import ConfigError
 
@@ -59,11 +67,199 @@ def writer_lock(out: Path):
         write_json(out / WRITER, {"pid": os.getpid(), "host": socket.gethostname(),
                                   "since": datetime.now(timezone.utc).isoformat()})
         try:
-            yield
+            with _heartbeat(out / WRITER):
+                yield
         finally:
             (out / WRITER).unlink(missing_ok=True)
     finally:
         os.close(fd)  # closing the last descriptor releases the lock
+
+
+HEARTBEAT_S = 60.0  # a writer touches its .writer.json this often (see writer_gone)
+
+
+@contextlib.contextmanager
+def _heartbeat(path: Path):
+    """Touch ``path`` every HEARTBEAT_S seconds for the life of the block (a daemon thread)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            with contextlib.suppress(OSError):
+                os.utime(path)
+
+    thread = threading.Thread(target=beat, name="run-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def writer_gone(out: Path) -> bool:
+    """Whether no process writes run directory ``out`` now. On this host a free lock is proof (the
+    kernel frees a writer's lock when its process dies); a ``.writer.json`` naming another host
+    and touched within three heartbeats means a writer there (whose lock a shared file system may
+    not show)."""
+    if not out.is_dir():
+        return True
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        holder, age = read_json(out / WRITER), time.time() - (out / WRITER).stat().st_mtime
+    except (OSError, ValueError):
+        return True
+    return holder.get("host") == socket.gethostname() or age > 3 * HEARTBEAT_S
+
+
+def exit_text(code: int) -> str:
+    """A process's exit status as words: ``exit status 1``, ``killed by SIGKILL``."""
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+def record_end(out: Path, code: int, log: Path | None = None) -> str | None:
+    """What a launcher records once the process that ran ``out`` ended with exit status ``code``
+    (negative: killed by that signal), where the run could not: ``interrupted`` where summary.json
+    still says ``running`` (the process died mid-run) or, killed by a signal, where there is none;
+    ``failed`` where there is none and ``code`` is an error (it ended before recording anything).
+    Nothing while a writer holds the run (:func:`writer_gone`) or where summary.json is damaged.
+    Returns the status recorded, or None."""
+    path = out / "summary.json"
+    if not writer_gone(out) or not (out.is_dir() or code):
+        return None
+    how = exit_text(code) + (f"; its output: {log}" if log else "")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with writer_lock(out):
+            (out / RESERVE).unlink(missing_ok=True)  # a dead writer's
+            try:
+                summary = read_json(path) if path.exists() else None
+            except (ValueError, UnicodeDecodeError):
+                return None
+            now = datetime.now(timezone.utc).isoformat()
+            if isinstance(summary, dict) and summary.get("status") == "running":
+                error = (f"its process ended without recording an outcome ({how}); run it again "
+                         "to resume from its newest checkpoint")
+                write_json(path, {**summary, "status": "interrupted", "finished": now,
+                                  "error": error})
+                return "interrupted"
+            if summary is None and code:
+                status = "interrupted" if code < 0 else "failed"
+                write_json(path, {"status": status, "finished": now,
+                                  "error": f"its process ended before recording anything ({how})"})
+                return status
+    except RunLocked:
+        return None
+    return None
+
+
+# -- a full disk -------------------------------------------------------------------------------
+
+NO_SPACE = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
+RESERVE = ".reserve"  # disk space a writer holds for recording its outcome on a full disk
+RESERVE_BYTES = 256 * 1024
+
+
+def disk_full(err: BaseException | None) -> OSError | None:
+    """The OSError of a full disk (ENOSPC, EDQUOT) that ``err`` is or was raised from, or None."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in NO_SPACE:
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def disk_full_text(err: BaseException) -> str | None:
+    """``no space left on device (writing PATH)`` for a full disk behind ``err``, else None."""
+    if (full := disk_full(err)) is None:
+        return None
+    return NO_SPACE[full.errno] + (f" (writing {full.filename})" if full.filename else "")
+
+
+@contextlib.contextmanager
+def reserved_space(out: Path):
+    """Hold RESERVE_BYTES of disk in ``out`` (``.reserve``, allocated) for the life of the block,
+    for :func:`write_summary` to free on a full disk; removed at the end."""
+    path = out / RESERVE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, SHARED_MODE)
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError as err:
+            if err.errno in NO_SPACE:
+                raise OSError(err.errno, err.strerror, str(path)) from None
+            os.write(fd, bytes(RESERVE_BYTES))  # a file system without fallocate
+        finally:
+            os.close(fd)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def write_summary(out: Path, summary: dict) -> None:
+    """``out/summary.json``, atomically. On a full disk (:func:`disk_full`) the space that
+    :func:`reserved_space` holds is freed and the write tried again. Failing that, a short record
+    is written over the old file in place (into blocks it already has): the summary's own
+    ``status`` and ``error`` where it records how a run ended; for ``running`` or ``finished``
+    (which need the whole record) ``failed`` with the full disk as the error, which is then
+    raised."""
+    path = out / "summary.json"
+    if _written(path, summary):
+        return
+    (out / RESERVE).unlink(missing_ok=True)
+    if _written(path, summary):
+        return
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    ended = summary.get("status") not in ("running", "finished")
+    short = {"status": summary.get("status"), "error": summary.get("error")} if ended else \
+        {"status": "failed", "error": disk_full_text(full)}
+    with open(path, "r+b" if path.exists() else "wb") as f:
+        f.write((json.dumps(short, sort_keys=True) + "\n").encode())
+        f.truncate()
+        f.flush()
+        os.fsync(f.fileno())
+    if not ended:
+        raise full
+
+
+def _written(path: Path, obj: dict) -> bool:
+    """Write ``obj`` as JSON to ``path`` atomically; False (nothing written) on a full disk."""
+    try:
+        write_json(path, obj)
+    except OSError as err:
+        if disk_full(err) is None:
+            raise
+        return False
+    return True
+
+
+def locate(dcfg: DictConfig) -> Path:
+    """The run directory (``out_dir``) of a composed config, its names checked
+    (``config.check_names``); a ConfigError naming the key when it cannot be formed (e.g.
+    ``task.name=``: no run name)."""
+    try:
+        names = str(dcfg.sweep), str(dcfg.run_name), str(dcfg.out_dir)
+    except OmegaConfBaseException as err:  # wraps what the run-name resolver raised
+        cause = err
+        while cause is not None and not isinstance(cause, ConfigError):
+            cause = cause.__cause__ or cause.__context__
+        formed = ConfigError(f"out_dir cannot be formed: {err}".replace("\n", " "))
+        raise (cause or formed) from None
+    check_names(*names)
+    return Path(names[2])
 
 
 class MetricsLog:
@@ -143,12 +339,16 @@ def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=ckpt_dir, prefix=".tmp_", suffix=".part")
     os.close(fd)
+    os.chmod(tmp, SHARED_MODE)  # as its .sha256 and every other result
     try:
-        torch.save(state, tmp)
+        with open(tmp, "wb") as f:  # through Python's file: a full disk raises OSError(ENOSPC)
+            torch.save(state, f)
         digest = _sha256(Path(tmp))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if (full := disk_full(err)) is not None:  # named by the checkpoint it was writing
+            raise OSError(full.errno, os.strerror(full.errno), str(path)) from err
         raise
     atomic_write(_sidecar(path), (digest + "\n").encode())
     for old in checkpoint_paths(ckpt_dir)[:-keep]:
@@ -158,9 +358,9 @@ def save_checkpoint(ckpt_dir: Path, step: int, state: dict, keep: int) -> Path:
 
 
 def load_checkpoint(path: Path) -> dict:
-    """Load a checkpoint after verifying its checksum (ValueError if it does not match)."""
-    expected = _sidecar(path).read_text().strip()
-    if _sha256(path) != expected:
+    """Load a checkpoint after verifying its checksum (ValueError if it does not match); a file
+    copied without its ``.sha256`` loads unverified (its ``config`` makes it whole alone)."""
+    if _sidecar(path).exists() and _sha256(path) != _sidecar(path).read_text().strip():
         raise ValueError(f"checkpoint {path} does not match its checksum (truncated or corrupt)")
     return torch.load(path, map_location="cpu", weights_only=False)
 

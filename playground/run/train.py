@@ -4,7 +4,8 @@
     playground-train task=depo1 size=12L768D canon=ABCD train.lr=1e-3
     playground-train -m size=8L512D,12L768D canon=none,ABCD   # a Hydra multirun
 
-A run directory holds ``config.yaml``, ``metrics.jsonl``, ``summary.json`` and ``checkpoints/``.
+A run directory holds ``config.yaml``, ``metrics.jsonl``, ``summary.json`` (with the command line),
+``train.log`` (what the run printed) and ``checkpoints/`` (each holding the resolved config too).
 Running the same config again resumes it (or skips it when finished). In a multirun a run that
 fails, diverges or has an invalid config is recorded in its ``summary.json`` and the sweep goes
 on; a preemption signal checkpoints the current run and stops the sweep (rerun to continue).
@@ -13,7 +14,9 @@ on; a preemption signal checkpoints the current run and stops the sweep (rerun t
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 import sys
 import traceback
 from datetime import datetime, timezone
@@ -26,19 +29,31 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from playground.cli import check_writable, fail
-from playground.config import CONF_DIR, Config, check_group_options, register, to_objects, upgrade
+from playground.config import (
+    CONF_DIR,
+    Config,
+    check_group_options,
+    compose,
+    plugin_overrides,
+    register,
+    to_objects,
+    upgrade,
+)
 from playground.data.packing import check_fits, count_windows, shard_size
 from playground.errors import ConfigError
 from playground.run import evaluate as ev
 from playground.run import rundir as runs
+from playground.run.budget import check_memory
 from playground.run.device import is_main, teardown, world
 from playground.run.loop import Diverged, Preempted, Trainer
+from playground.run.runlog import NAME as LOG_NAME
+from playground.run.runlog import RunLog
 from playground.tasks import Task, build_task
 
 
 class Mirror:
-    """Optional Weights & Biases mirror. Reports never read from it. Its mode is
-    ``WandbConfig.resolved_mode``: an explicit ``wandb.mode``, else ``WANDB_MODE`` /
+    """Optional Weights & Biases mirror (the ``wandb`` extra). Reports never read from it. Its
+    mode is ``WandbConfig.resolved_mode``: an explicit ``wandb.mode``, else ``WANDB_MODE`` /
     ``WANDB_DISABLED`` from the environment, else offline. Disabled: wandb is not even imported."""
 
     def __init__(self, cfg: Config, container: dict):
@@ -48,8 +63,10 @@ class Mirror:
             return
         try:
             import wandb
-        except ImportError:
-            print("wandb is not installed; continuing without the mirror", file=sys.stderr)
+        except ImportError:  # optional (the wandb extra): a note only where a mode was asked for
+            if cfg.wandb.mode or os.environ.get("WANDB_MODE"):
+                print("wandb is not installed (pip install 'canon-playground[wandb]'); continuing "
+                      "without the mirror", file=sys.stderr)
             return
         self.run = wandb.init(project=cfg.wandb.project, name=cfg.run_name, dir=cfg.out_dir,
                               mode=mode, config=container)
@@ -116,22 +133,42 @@ def finished_summary(out: Path) -> dict | None:
     return None
 
 
-def run(dcfg: DictConfig) -> dict:
-    """Train one run described by a composed config; returns its summary. The task is built
-    here, once, and handed to whatever needs it."""
+def checked(dcfg: DictConfig, warn: bool = True) -> tuple[Config, Task, list[Task]]:
+    """Every check a run makes before anything is written (:func:`preflight` makes them before
+    Hydra makes the run directory; a multirun's job for its own point): the config's values, the
+    task's examples against ``task.context``, the longer tasks of ``train.length_scales``, the
+    device, and the memory the run needs (``budget.check_memory``: refused beyond the device's
+    whole memory; beyond what is free, a warning, printed if ``warn``). Returns the typed config,
+    the task and the longer tasks."""
     cfg = to_objects(dcfg)
     task = build_task(cfg.task)
     check_fits(task, cfg.data.packing)
+    longer = ev.longer_tasks(task, list(cfg.train.length_scales), "train.length_scales")
+    if (warning := check_memory(cfg, len(task.vocab))) and warn:
+        print(warning, file=sys.stderr)
+    return cfg, task, longer
+
+
+def run(dcfg: DictConfig, log: RunLog | None = None) -> dict:
+    """Train one run described by a composed config; returns its summary. The task is built
+    here, once, and handed to whatever needs it. ``log`` (rank 0, holding the run's lock) goes
+    to the run's ``train.log``."""
+    cfg, task, longer = checked(dcfg)
     cfg = resolve_steps(cfg, task)
     scales = list(cfg.train.length_scales)
-    longer = ev.longer_tasks(task, scales, "train.length_scales")  # checked before any compute
     out = Path(cfg.out_dir)
     container = OmegaConf.to_container(dcfg, resolve=True)
     if not is_main():  # data parallel: rank 0 holds the run directory's lock for all ranks
+        if log is not None:
+            log.discard()
         return _run(cfg, task, container, out, scales, longer)
     check_writable(out, "out_dir")
     out.mkdir(parents=True, exist_ok=True)
-    with runs.writer_lock(out):  # one writer per run directory (a second is refused at once)
+    # one writer per run directory (a second is refused at once), with disk space held for the
+    # summary that records how the run ends (runs.write_summary: a full disk)
+    with runs.writer_lock(out), runs.reserved_space(out):
+        if log is not None:
+            log.attach(out / LOG_NAME, fresh=cfg.train.resume == "never")
         if stale := runs.clean_stale(out):
             print(f"{out}: removed {len(stale)} file(s) a killed run left ({', '.join(p.name for p in stale)})")
         return _run(cfg, task, container, out, scales, longer)
@@ -150,10 +187,11 @@ def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, long
         runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
     summary_path = out / "summary.json"
     base = {"git_sha": runs.git_sha(), "git_dirty": runs.git_dirty(), "config_hash": runs.config_hash(container),
-            "versions": runs.versions(), "started": datetime.now(timezone.utc).isoformat()}
+            "versions": runs.versions(), "started": datetime.now(timezone.utc).isoformat(),
+            **command_line()}
     trainer = None
     try:
-        trainer = Trainer(cfg, task)
+        trainer = Trainer(cfg, task, container)
         base.update(record=runs.run_record(cfg), steps=cfg.train.steps,
                     params=trainer.model.param_counts(), device=str(trainer.device), world_size=world()[1],
                     kernels=trainer.model.kernel_paths(trainer.device),
@@ -167,16 +205,28 @@ def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, long
     except BaseException as err:
         facts = end_facts(trainer) if trainer is not None else {}
         if main:
-            runs.write_json(summary_path, {**base, **facts, "status": status_of(err),
-                                           "error": f"{type(err).__name__}: {err}"})
+            runs.write_summary(out, {**base, **facts, "status": status_of(err),
+                                     "error": error_text(err)})
         raise
     summary = {**base, **end_facts(trainer), "status": "finished", "metrics": metrics,
                "primary_metric": trainer.task.primary_metric,
                "primary": metrics.get(trainer.task.primary_metric)}
     if main:
-        runs.write_json(summary_path, summary)
+        runs.write_summary(out, summary)
         print(f"{out}: finished; {summary['primary_metric']}={summary['primary']}")
     return summary
+
+
+ARGV_ENV = "PLAYGROUND_ARGV"  # main()'s command line, as JSON, for jobs a launcher runs elsewhere
+
+
+def command_line() -> dict:
+    """``argv``: the command as given (``main`` puts it in the environment, which a launcher's
+    job processes inherit; else this process's); ``overrides``: this job's Hydra overrides as
+    given (a multirun's, one point of the sweep), or None outside Hydra."""
+    argv = json.loads(os.environ[ARGV_ENV]) if ARGV_ENV in os.environ else list(sys.argv)
+    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else None
+    return {"argv": argv, "overrides": overrides}
 
 
 def train_with_mirror(trainer: Trainer, cfg: Config, container: dict) -> dict:
@@ -185,6 +235,12 @@ def train_with_mirror(trainer: Trainer, cfg: Config, container: dict) -> dict:
         return trainer.fit(mirror)
     finally:
         mirror.finish()
+
+
+def error_text(err: BaseException) -> str:
+    """summary.json's ``error``: ``no space left on device (writing PATH)`` for a full disk, else
+    the exception's type and message."""
+    return runs.disk_full_text(err) or f"{type(err).__name__}: {err}"
 
 
 def status_of(err: BaseException) -> str:
@@ -204,23 +260,29 @@ def end_facts(trainer: Trainer) -> dict:
             "skipped_steps": trainer.skipped, "finished": datetime.now(timezone.utc).isoformat()}
 
 
-def record_invalid(cfg: DictConfig, err: ConfigError) -> None:
+def record_invalid(cfg: DictConfig, err: ConfigError, log: RunLog) -> None:
     """In a sweep, an invalid point is recorded in its run directory and the sweep goes on."""
     try:
-        out = Path(cfg.out_dir)
-    except Exception:  # noqa: BLE001 - the run name itself could not be formed
+        out = runs.locate(cfg)
+    except ConfigError:  # its run directory cannot be formed (e.g. run_name=: the sweep's folder)
         print(f"invalid sweep point (no run directory): {err}", file=sys.stderr)
         return
-    runs.write_json(out / "summary.json", {"status": "invalid", "error": str(err),
+    runs.write_json(out / "summary.json", {"status": "invalid", "error": str(err), **command_line(),
                                             "finished": datetime.now(timezone.utc).isoformat()})
+    log.attach(out / LOG_NAME)
     print(f"{out}: invalid config, recorded; the sweep goes on:\n{err}", file=sys.stderr)
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def _hydra_main(cfg: DictConfig) -> float | None:
+    with RunLog() as log:  # the job's train.log (rank 0, once it holds the run's lock)
+        return _job(cfg, log)
+
+
+def _job(cfg: DictConfig, log: RunLog) -> float | None:
     sweep = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
-        return run(cfg).get("primary")
+        return run(cfg, log).get("primary")
     except runs.RunLocked as err:  # another process writes this run: leave it alone
         if sweep:
             print(f"{err}; the sweep goes on", file=sys.stderr)
@@ -228,7 +290,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         fail("playground-train", str(err))
     except ConfigError as err:
         if sweep:
-            record_invalid(cfg, err)
+            record_invalid(cfg, err, log)
             return None
         out = Path(cfg.out_dir)
         if out.is_dir() and not any(out.iterdir()):
@@ -242,7 +304,14 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         if sweep:
             return None
         raise SystemExit(1) from None
-    except Exception:
+    except Exception as err:
+        if (full := runs.disk_full_text(err)) is not None:  # recorded by run() where it could be
+            print(f"playground-train: {cfg.out_dir}: failed: {full}; free some space, then run the "
+                  "same command again: it resumes from the newest intact checkpoint",
+                  file=sys.stderr)
+            if sweep:
+                return None
+            raise SystemExit(1) from None
         if not sweep:
             raise
         traceback.print_exc()
@@ -250,14 +319,49 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         return None
 
 
+def preflight(args: list[str]) -> None:
+    """Refuse, before Hydra makes any directory, what the command line's run cannot be: a single
+    run gets every check of :func:`checked`; each point of a multirun (``-m``) the forming of its
+    run directory (``runs.locate``: Hydra needs it before any code of ours runs; the point's
+    values are checked by its job, which records an invalid one and lets the sweep go on). Other
+    Hydra flags (``--cfg``, ``--help``, …) are left to Hydra."""
+    flags = {a for a in args if a.startswith("-")}
+    overrides = [a for a in args if not a.startswith("-")]
+    if not flags:
+        checked(compose(overrides), warn=False)
+    elif flags <= {"-m", "--multirun"}:
+        for point in sweep_points(overrides):
+            try:
+                runs.locate(compose(point))
+            except ConfigError as err:
+                raise ConfigError(f"the multirun's point {' '.join(point)}: {err}") from None
+
+
+def sweep_points(overrides: list[str]) -> list[list[str]]:
+    """Each point of a multirun's overrides (``seed=0,1`` → ``seed=0``, ``seed=1``), as Hydra's
+    basic sweeper expands them; none if they do not parse (Hydra then says why)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return []
+    return [list(point) for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
+
+
 def main() -> None:
     register()
+    os.environ[ARGV_ENV] = json.dumps(sys.argv)  # summary.json's argv (command_line)
     try:
+        sys.argv[1:] = plugin_overrides(sys.argv[1:])  # a dotted task or mixer path: its class
         check_group_options(sys.argv[1:])
         # Hydra makes the run directory before any code of ours runs: check where it goes first
         # (out_dir= as given, else the default's top folder, results/ under the working directory)
         given = [a.partition("=")[2] for a in sys.argv[1:] if a.startswith("out_dir=")]
         check_writable(Path(given[-1] if given else "results"), "out_dir")
+        preflight(sys.argv[1:])
     except ConfigError as err:
         fail("playground-train", str(err))
     try:

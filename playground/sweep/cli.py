@@ -16,13 +16,18 @@ from omegaconf import OmegaConf
 from playground.cli import Args, Command
 from playground.cli import main as cli_main
 from playground.errors import ConfigError
-from playground.sweep.launch import LAUNCHERS, multirun_commands, run_local
+from playground.sweep.launch import LAUNCHERS, launcher_overrides, plan, run_local, run_multiruns
 from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
+
+LOG_DIR = ".logs"  # in the sweep's folder: each attempt's log, and the runs not launched
+MAX_PER_GPU = 64  # per_gpu=: runs sharing one device at once
 
 
 def cmd_sweep(args: Args) -> int:
     launcher = args.choice("launcher", LAUNCHERS)
-    gpus, per_gpu, dry = args.int("gpus"), args.int("per_gpu", minimum=1), args.flag("dry_run")
+    gpus, dry = args.int("gpus"), args.flag("dry_run")
+    per_gpu = args.int("per_gpu", 1, MAX_PER_GPU,
+                       "each run is a process of its own, with its own memory")
     path = find_sweep_file(args.positional[0])
     if "findings" in (OmegaConf.load(path) or {}):
         return findings_runs(args, path, launcher, gpus, per_gpu, dry)
@@ -37,11 +42,13 @@ def cmd_sweep(args: Args) -> int:
     if dry:
         dry_run(sweep, runs, launcher)
         return 0
+    logs = sweep.folder / LOG_DIR
     if launcher == "local":
-        failures = run_local(runs, gpus or _gpu_count(), sweep.folder / ".logs", per_gpu)
+        failures = run_local(runs, gpus or _gpu_count(), logs, per_gpu)
     else:
-        failures = sum(subprocess.run(cmd).returncode != 0 for cmd in multirun_commands(sweep, launcher))
-    print(f"sweep {sweep.name}: done ({failures} launcher failures; see each run's summary.json)")
+        failures = run_multiruns(sweep, launcher, logs)
+    print(f"sweep {sweep.name}: done ({failures} launcher failures; see {logs}/ and each run's "
+          "summary.json)")
     return 1 if failures else 0
 
 
@@ -65,24 +72,27 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
         for overrides in runs:
             print("  todo playground-train " + " ".join(overrides))
         return 0
-    failures = run_local(runs, gpus or _gpu_count(), Path(root) / ".findings_logs", per_gpu) if runs else 0
-    print(f"findings: done ({failures} launcher failures; see each run's summary.json)")
+    logs = Path(root) / ".findings_logs"
+    failures = run_local(runs, gpus or _gpu_count(), logs, per_gpu) if runs else 0
+    print(f"findings: done ({failures} launcher failures; see {logs}/ and each run's summary.json)")
     return 1 if failures else 0
 
 
 def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
-    """List the runs, each marked ``todo`` or ``done`` (its directory holds a finished summary:
-    the launch would skip it), and how many are left."""
-    from pathlib import Path
-
-    from playground.config import compose
+    """List the runs, each marked ``todo``, ``done`` (its directory holds a finished summary:
+    the launch would skip it) or ``not launchable`` (with why: ``launch.plan``), and how many
+    are left."""
     from playground.run.train import finished_summary
 
     done = 0
-    for overrides in runs:
-        finished = finished_summary(Path(compose(overrides).out_dir)) is not None
+    for run in plan(runs, launcher_overrides(launcher)):
+        if run.error is not None:
+            print(f"  not launchable ({run.error}): playground-train " + " ".join(run.overrides))
+            continue
+        finished = finished_summary(run.out) is not None
         done += finished
-        print(("  done " if finished else "  todo ") + "playground-train " + " ".join(overrides))
+        mark = "  done " if finished else "  todo "
+        print(mark + "playground-train " + " ".join(run.overrides))
     print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
         cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",

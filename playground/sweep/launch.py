@@ -2,69 +2,214 @@
 runs on each of ``gpus`` GPUs, costliest first, fault-isolated, interruptible and resumable), or
 as Hydra multiruns (``basic``, or ``slurm`` through submitit). A rerun skips finished runs and
 resumes interrupted ones: that is the run's own behaviour (``playground.run.train``).
+
+Before anything is launched every run is planned (:func:`plan`): its config composed and its run
+directory formed. A run that cannot be (a misspelt key in a variant, a value of the wrong type)
+is not launched, and says why in one line and in ``<log dir>/not_launched.json``; the others are
+launched (in a Hydra multirun it would have stopped the whole multirun). Each attempt's output
+goes to a log of its own in the log dir (``.logs/`` of the sweep's folder), never over an earlier
+attempt's. When a run's process ends, a run that could not record its own end is recorded by the
+launcher (``runs.record_end``): ``interrupted`` where its summary still says ``running`` (killed),
+``failed`` where there is none (it ended before recording anything).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
+from omegaconf import DictConfig
+
+from playground.cli import write_json
 from playground.errors import ConfigError
 from playground.run.device import HOST_RUNS
+from playground.run.rundir import exit_text, record_end
 from playground.sweep.spec import Sweep
 
 LAUNCHERS = ("basic", "local", "slurm")
+NOT_LAUNCHED = "not_launched.json"  # in the log dir: the runs the last launch did not launch
 
 
-def multirun_commands(sweep: Sweep, launcher: str) -> list[list[str]]:
-    """One Hydra multirun per (row, variant); the grid becomes Hydra's comma sweeps."""
-    extra = ["hydra/launcher=slurm"] if launcher == "slurm" else []
-    commands = []
-    for panel, row, row_grid in sweep.rows:
-        grid = [f"{k}={','.join(v)}" for k, v in {**sweep.grid, **row_grid}.items()]
+def launcher_overrides(launcher: str) -> list[str]:
+    """The Hydra overrides that pick ``launcher`` (so that its own keys, ``hydra.launcher.*``,
+    compose)."""
+    return ["hydra/launcher=slurm"] if launcher == "slurm" else []
+
+
+@dataclass
+class Planned:
+    """One run of a sweep as a launcher sees it: its index in the sweep and overrides, with its
+    composed config and run directory, or the error that keeps it from being launched."""
+
+    index: int
+    overrides: list[str]
+    config: DictConfig | None = None
+    out: Path | None = None
+    error: str | None = None
+
+    @property
+    def labels(self) -> str:
+        """Its place in the sweep, e.g. ``panel=depo1_K8 variant=llama_rope``."""
+        return " ".join(o for o in self.overrides if o.startswith(("panel=", "variant=")))
+
+
+def plan(runs: list[list[str]], extra: list[str] = ()) -> list[Planned]:
+    """Compose each run's config (with ``extra``, e.g. the launcher's overrides) and form its run
+    directory (``runs.locate``), before anything is launched; a run for which either fails carries
+    the error and is not launched."""
+    from playground.config import compose
+    from playground.run.rundir import locate
+
+    planned = []
+    for index, overrides in enumerate(runs):
+        try:
+            config = compose([*overrides, *extra])
+            planned.append(Planned(index, overrides, config, locate(config)))
+        except ConfigError as err:
+            planned.append(Planned(index, overrides, error=" ".join(str(err).split())))
+    return planned
+
+
+def report_not_launched(planned: list[Planned], log_dir: Path) -> int:
+    """One line on stderr for each run not launched (its place in the sweep and why), and all of
+    them in ``log_dir/not_launched.json`` (replaced at each launch, removed when none); returns how
+    many."""
+    bad = [p for p in planned if p.error is not None]
+    for p in bad:
+        print(f"run {p.index} ({p.labels}): not launched: {p.error}", file=sys.stderr, flush=True)
+    path = log_dir / NOT_LAUNCHED
+    if bad:
+        listed = [{"index": p.index, "overrides": p.overrides, "error": p.error} for p in bad]
+        write_json(path, {"time": datetime.now(timezone.utc).isoformat(), "runs": listed})
+    else:
+        path.unlink(missing_ok=True)
+    return len(bad)
+
+
+def attempt_log(log_dir: Path, name: str) -> Path:
+    """``log_dir/<name>.<n>.log`` for the n-th attempt at ``name``: a rerun never writes over an
+    earlier attempt's log."""
+    pattern = re.compile(re.escape(name) + r"\.(\d+)\.log")
+    taken = [int(m.group(1)) for p in log_dir.glob("*.log") if (m := pattern.fullmatch(p.name))]
+    return log_dir / f"{name}.{max(taken, default=0) + 1}.log"
+
+
+def ended(run: Planned, code: int, log: Path) -> tuple[str | None, str]:
+    """Record what a run whose process ended with ``code`` could not (``runs.record_end``): the
+    status recorded (or None), and the launcher's line for it."""
+    recorded = record_end(run.out, code, log)
+    how = f"exit {code}" + (f" ({exit_text(code)})" if code < 0 else "")
+    return recorded, f"run {run.index}: {how} (log {log})" + (
+        f"; recorded as {recorded} in its summary.json" if recorded else "")
+
+
+def multirun_commands(sweep: Sweep, launcher: str, skip: frozenset[int] = frozenset()
+                      ) -> list[tuple[str, list[str], list[int]]]:
+    """One Hydra multirun per (row, variant), the grid as Hydra's comma sweeps: (a name for its
+    log, the command, the indices in ``sweep.runs()`` of its runs). Runs in ``skip`` (not
+    launchable) are left out: the other runs of their (row, variant) go one multirun each."""
+    head = [sys.executable, "-m", "playground.run.train", "-m"]
+    own = launcher_overrides(launcher)
+    tail = [f"sweep={sweep.sweep_dir}", f"out_dir={sweep.folder}/${{run_name}}", *own]
+    runs, commands, first = sweep.runs(), [], 0
+    for number, (panel, row, row_grid) in enumerate(sweep.rows):
+        grid = {**sweep.grid, **row_grid}
+        size = math.prod(len(v) for v in grid.values())
         for name, variant in sweep.variants.items():
-            commands.append([sys.executable, "-m", "playground.run.train", "-m", *sweep.common, *row,
-                             *variant, *grid, *sweep.labels(panel, name), *sweep.extra, f"sweep={sweep.sweep_dir}",
-                             f"out_dir={sweep.folder}/${{run_name}}", *extra])
+            mine, first = list(range(first, first + size)), first + size
+            label = f"multirun_{panel or f'row{number}'}_{name}"
+            if not skip.intersection(mine):
+                sweeps = [f"{k}={','.join(v)}" for k, v in grid.items()]
+                commands.append((label, [*head, *sweep.common, *row, *variant, *sweeps,
+                                         *sweep.labels(panel, name), *sweep.extra, *tail], mine))
+            else:
+                commands += [(f"{label}_run{i}", [*head, *runs[i], *own], [i])
+                             for i in mine if i not in skip]
     return commands
 
 
-def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1) -> int:
-    """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time;
-    returns the number of failed runs."""
+def run_multiruns(sweep: Sweep, launcher: str, log_dir: Path) -> int:
+    """Launch ``sweep`` as Hydra multiruns (:func:`multirun_commands`) one after another, its runs
+    planned first (:func:`plan`); each command's output goes to the terminal and to a log of its
+    own. Returns the failures: runs not launched, and commands that ended with an error."""
     log_dir.mkdir(parents=True, exist_ok=True)
+    planned = plan(sweep.runs(), launcher_overrides(launcher))
+    failures = report_not_launched(planned, log_dir)
+    skip = frozenset(p.index for p in planned if p.error)
+    for label, command, indices in multirun_commands(sweep, launcher, skip):
+        log = attempt_log(log_dir, label)
+        code = _tee(command, log)
+        failures += code != 0
+        for i in indices:
+            recorded, line = ended(planned[i], code, log)
+            if code or recorded:  # a run of a failed multirun, or one killed inside it
+                print(line, flush=True)
+    return failures
+
+
+def _tee(command: list[str], log: Path) -> int:
+    """Run ``command``, its output (stdout and stderr) to ours and to ``log``; its exit status."""
+    with open(log, "a") as f:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, bufsize=1)
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                f.write(line)
+        except KeyboardInterrupt:  # Ctrl-C reached the multirun too: its run checkpoints; wait
+            proc.wait()
+            raise
+        return proc.wait()
+
+
+def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1) -> int:
+    """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time, its
+    runs planned first (:func:`plan`) and each attempt's output in a log of its own; returns the
+    failures: runs not launched, and runs whose process ended with an error."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    planned = plan(runs)
+    failures = report_not_launched(planned, log_dir)
+    todo = [p for p in planned if p.error is None]
     devices = _device_ids(gpus)
-    free, active, failures = [d for _ in range(per_gpu) for d in devices], {}, 0
+    free, active = [d for _ in range(per_gpu) for d in devices], {}
     slots = len(free)  # runs at once: each run's automatic loader workers take its share of the cores
-    queue = [(i, runs[i]) for i in longest_first(runs)] if len(runs) > len(free) else list(enumerate(runs))
+    if len(todo) > len(free):
+        order = longest_first([p.overrides for p in todo], [p.config for p in todo])
+        todo = [todo[i] for i in order]
+    queue = todo
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
             while queue and free:
-                index, overrides = queue.pop(0)
-                gpu = free.pop(0)
+                run, gpu = queue.pop(0), free.pop(0)
                 env = {**os.environ, HOST_RUNS: str(slots), **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
-                log = open(log_dir / f"run{index:04d}.log", "w")  # noqa: SIM115 - closed when it ends
-                proc = subprocess.Popen([sys.executable, "-m", "playground.run.train", *overrides],
-                                        stdout=log, stderr=subprocess.STDOUT, env=env)
-                active[proc] = (gpu, log, index)
+                log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115 - closed when it ends
+                command = [sys.executable, "-m", "playground.run.train", *run.overrides]
+                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+                active[proc] = (gpu, log, run)
             for proc in [p for p in active if p.poll() is not None]:
-                gpu, log, index = active.pop(proc)
+                gpu, log, run = active.pop(proc)
                 log.close()
                 free.append(gpu)
                 failures += proc.returncode != 0
-                print(f"run {index}: exit {proc.returncode} (log {log.name})", flush=True)
+                print(ended(run, proc.returncode, Path(log.name))[1], flush=True)
             time.sleep(0.2)
     except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
         for proc in active:
             proc.send_signal(signal.SIGTERM)
-        for proc, (_, log, _) in active.items():
+        for proc, (_, log, run) in active.items():
             proc.wait()
             log.close()
+            record_end(run.out, proc.returncode, Path(log.name))
         print(f"sweep interrupted: {len(active)} run(s) stopped resumably, {len(queue)} not started", flush=True)
         raise SystemExit(130) from None
     finally:
@@ -72,17 +217,17 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     return failures
 
 
-def longest_first(runs: list[list[str]]) -> list[int]:
+def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None) -> list[int]:
     """The runs' indices, costliest first (layers × width² × training tokens of each composed
-    config; ties keep the sweep's order). With more runs than slots, starting the long runs first
-    keeps every slot busy to the end instead of leaving the longest runs alone at the tail."""
+    config, ``configs`` if given; ties keep the sweep's order). With more runs than slots,
+    starting the long runs first keeps every slot busy to the end instead of leaving the longest
+    runs alone at the tail."""
     from playground.config import compose
 
-    def cost(overrides: list[str]) -> int:
-        c = compose(overrides)
+    def cost(c: DictConfig) -> int:
         return c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size * c.task.context
 
-    costs = [cost(r) for r in runs]
+    costs = [cost(c) for c in (configs or [compose(r) for r in runs])]
     return sorted(range(len(runs)), key=costs.__getitem__, reverse=True)  # stable: ties keep order
 
 
