@@ -61,7 +61,7 @@ def paper_cell() -> bool:
     cell.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "WANDB_MODE": "disabled", "PLAYGROUND_HOST_RUNS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=4", "-m", "playground.run.train",
-           "experiment=lano_paper", "mixer=rope", "canon=ABCD", f"train.lr={lr}", f"out_dir={cell}/${{run_name}}"]
+           "experiment=lano_paper", "mixer=rope", "canon=ABCD", f"train.lr={lr}", "train.ckpt_every=25000", f"out_dir={cell}/${{run_name}}"]
     with open(root / "lano_paper.log", "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     note(decision="paper cell started", command=" ".join(cmd))
