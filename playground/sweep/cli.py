@@ -40,7 +40,7 @@ def cmd_sweep(args: Args) -> int:
     runs = sweep.runs()
     print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> {sweep.folder}/")
     if dry:
-        dry_run(sweep, runs, launcher)
+        dry_run(sweep, runs, launcher, per_gpu if launcher == "local" else 1)
         return 0
     logs = sweep.folder / LOG_DIR
     if launcher == "local":
@@ -78,13 +78,14 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     return 1 if failures else 0
 
 
-def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
+def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str, per_gpu: int = 1) -> None:
     """List the runs, each marked ``todo``, ``done`` (its directory holds a finished summary:
     the launch would skip it) or ``not launchable`` (with why: ``launch.plan``), and how many
-    are left."""
+    are left; then the estimated GPU-hours per panel and in all (``playground.sweep.cost``, from
+    the configs the plan composed), with what the estimate assumed."""
     from playground.run.train import finished_summary
 
-    done = 0
+    done, costs = 0, []
     for run in plan(runs, launcher_overrides(launcher)):
         if run.error is not None:
             print(f"  not launchable ({run.error}): playground-train " + " ".join(run.overrides))
@@ -93,11 +94,48 @@ def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str) -> None:
         done += finished
         mark = "  done " if finished else "  todo "
         print(mark + "playground-train " + " ".join(run.overrides))
+        costs.append((run, finished))
     print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
+    print_estimate(costs, per_gpu)
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
         cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
                "--package", "hydra.launcher"]
         print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def print_estimate(costs: list, per_gpu: int) -> None:
+    """Print the estimated GPU-hours of the planned runs ``costs`` ((run, finished) pairs): per
+    panel, each assumption once with how many runs it concerns, and in all."""
+    from collections import Counter
+
+    from playground.sweep.cost import estimate, provenance
+
+    panels: dict[str, list[float]] = {}  # panel -> [GPU-seconds to do, of all]
+    notes: Counter[str] = Counter()  # an assumption -> the runs it concerns
+    used, failed = [], 0
+    for run, finished in costs:
+        try:
+            est = estimate(run.config, per_gpu)
+        except (ValueError, KeyError, AttributeError) as err:  # a config the estimate cannot read
+            failed += 1
+            notes[f"no estimate: {err}"] += 1
+            continue
+        panel = next((o[6:] for o in run.overrides if o.startswith("panel=")), "(no panel)")
+        sums = panels.setdefault(panel, [0.0, 0.0])
+        sums[0] += 0.0 if finished else est.gpu_s
+        sums[1] += est.gpu_s
+        used += est.rows
+        notes.update(est.notes)
+    sharing = f"{per_gpu} runs sharing a GPU" if per_gpu > 1 else "one run per GPU"
+    print(f"estimated GPU-hours per panel, to do of all ({sharing}):")
+    for panel, (todo, total) in panels.items():
+        print(f"  {panel}: {todo / 3600:.2f} of {total / 3600:.2f}")
+    for note, count in notes.most_common():
+        print(f"  assumed ({count} run{'s' * (count > 1)}): {note}")
+    todo, total = (sum(p[i] for p in panels.values()) / 3600 for i in (0, 1))
+    print(f"estimated GPU-hours to do: {todo:.2f} (of {total:.2f} for the whole sweep), at "
+          f"{provenance(used) if used else 'no measured throughput'}"
+          + (f"; {failed} run(s) not estimated" if failed else ""))
 
 
 def _gpu_count() -> int:

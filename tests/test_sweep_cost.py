@@ -1,0 +1,128 @@
+"""The dry run's GPU-hour estimate (playground.sweep.cost): the throughput table, its lookup
+(exact and nearest rows), the arithmetic, the stated fallbacks, and the dry run's lines."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from playground.config import compose
+from playground.sweep.cost import (
+    THROUGHPUT_CSV,
+    Row,
+    Shape,
+    compute_rate,
+    estimate,
+    floor_step,
+    flops_per_token,
+    load_rows,
+    provenance,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+H200, NOW = ("default", "H200", "2026-11-26"), "a/t.json"
+ROWS = (  # a small table of our own, so that the arithmetic does not move with the shipped one
+    Row("llama", True, "8L512D", 512, 64, 1_000_000, "compute", *H200, NOW),
+    Row("llama", True, "12L768D", 2048, 16, 400_000, "compute", *H200, NOW),
+    Row("llama", False, "8L512D", 512, 64, 2_000_000, "compute", *H200, NOW),
+    Row("llama", True, "8L512D", 512, 16, 256_000, "floor", "default", "H100", "2026-11-24", "b"),
+    Row("mamba2", True, "8L512D", 512, 64, 500_000, "compute", "reduce-overhead", *H200[1:], NOW),
+)
+
+
+def shape(**kw) -> Shape:
+    base = dict(backbone="attention", canon=True, layers=8, width=512, blocks=8, context=512,
+                batch=64, steps=1000, compiled=True, compile_mode="default", evals=2, task="depo")
+    return Shape(**{**base, **kw})
+
+
+def test_shipped_table_reads_and_every_row_names_an_existing_record():
+    rows = load_rows()
+    assert len(rows) >= 40 and {r.backbone for r in rows} == {"llama", "gla", "mamba2", "gdn"}
+    assert {r.kind for r in rows} == {"compute", "floor"}
+    for r in rows:
+        assert r.tokens_per_s > 0 and r.device in ("H100", "H200") and len(r.date) == 10
+        assert (ROOT / r.record).exists(), r.source
+    assert THROUGHPUT_CSV.parent.name == "sweep"  # shipped as package data (playground/**/*.csv)
+
+
+def test_exact_row_is_used_as_measured():
+    paper = shape(layers=12, width=768, blocks=12, context=2048, batch=16)
+    rate, row, notes = compute_rate(paper, ROWS)
+    assert rate == 400_000 and row.size == "12L768D" and notes == []
+    rate, row, notes = compute_rate(paper)  # the shipped table: the H200 table of 2026-11-26
+    assert rate == 497_768 and row.device == "H200" and "h200-table-blocks" in row.source
+    assert not notes
+
+
+def test_nearest_row_is_scaled_by_flops_per_token_and_said():
+    rate, row, notes = compute_rate(shape(layers=12, width=768, blocks=12, batch=16), ROWS)
+    assert row.size == "12L768D" and row.context == 2048  # the same size beats the same context
+    scale = flops_per_token(12, 768, 2048, True) / flops_per_token(12, 768, 512, True)
+    assert rate == pytest.approx(400_000 * scale) and rate > 400_000
+    assert notes == ["llama at 12L768D context 512: scaled by FLOPs per token from its row at "
+                     "12L768D context 2048"]
+    rate, row, notes = compute_rate(shape(layers=4, width=128, blocks=4), ROWS)  # below any size
+    assert row.size == "8L512D" and rate == 1_000_000 and "no faster" in notes[0]
+
+
+def test_estimate_arithmetic_with_floor_and_sharing():
+    s = shape(batch=16, steps=1000, evals=2)  # 8,192 tokens a step: floor-bound alone
+    floor = 16 * 512 / 256_000  # the floor row's step, 8 blocks as the run
+    assert floor_step(s, ROWS)[0] == pytest.approx(floor)
+    alone = estimate(s, 1, ROWS)
+    assert alone.train_s == pytest.approx(1000 * floor)
+    assert alone.overhead_s == pytest.approx(30 + 2 * 5)
+    assert alone.gpu_s == pytest.approx(1000 * floor + 40)
+    assert [r.kind for r in alone.rows] == ["compute", "floor"]
+    shared = estimate(s, 8, ROWS)  # eight runs overlap their floors: compute-bound
+    assert shared.train_s == pytest.approx(1000 * 16 * 512 / 1_000_000)
+    assert shared.overhead_s == pytest.approx(40 / 8)
+    assert [r.kind for r in shared.rows] == ["compute"]
+    big = estimate(shape(batch=64, steps=100, evals=1, task="lano"), 1, ROWS)  # compute-bound
+    assert big.gpu_s == pytest.approx(100 * 64 * 512 / 1_000_000 + 30 + 45)
+
+
+def test_fallbacks_are_stated_never_silent():
+    unknown = estimate(shape(backbone="scan"), 1, ROWS)
+    assert unknown.tokens_per_s == 1_000_000  # Llama's row
+    assert any("'scan' has no measured throughput: Llama's assumed" in n for n in unknown.notes)
+    no_floor = estimate(shape(canon=False), 1, ROWS)
+    assert "llama without Canon has no measured small-step floor: with Canon's assumed" in \
+        no_floor.notes
+    mode = estimate(shape(backbone="mamba2", blocks=16), 1, ROWS)
+    assert any("no throughput measured with compile_mode=default" in n for n in mode.notes)
+    assert any("no small-step floor measured for mamba2" in n for n in mode.notes)
+    eager = estimate(shape(compiled=False), 1, ROWS)
+    assert any("train.compile=false" in n for n in eager.notes)
+    assert estimate(shape(), 1, ROWS).notes == []  # an exact row with a floor: nothing assumed
+
+
+def test_shape_of_a_composed_config():
+    cfg = compose(["task=cfg3f", "size=12L768D", "model=mamba2", "mixer=mamba2_noconv1d",
+                   "canon=AB_nores", "train=paper", "train.batch_size=16", "train.steps=5000",
+                   "train.eval_every=2500", "train.compile=true"])
+    s = Shape.of(cfg)
+    assert (s.backbone, s.canon, s.layers, s.width, s.blocks) == ("mamba2", True, 12, 768, 24)
+    assert (s.context, s.batch, s.steps, s.evals, s.task) == (512, 16, 5000, 2, "lano")
+    est = estimate(cfg)  # 8,192 tokens a step of 24 Mamba2 blocks: the floor (H100 runs) binds
+    assert est.gpu_s == pytest.approx(est.train_s + 30 + 2 * 45)
+    assert est.train_s == pytest.approx(5000 * 16 * 512 / 64_911 / 16 * 24)
+    assert provenance(est.rows) == ("H200/H100 throughput from docs/bench/2026-11-26-h200-table-"
+                                    "blocks, docs/bench/2026-11-26-x2-probe-campaign")
+
+
+def test_dry_run_prints_the_estimate(tmp_path, monkeypatch, capsys):
+    from playground.sweep.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    main(["fig7", "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "size=2L64D",
+          "train.lr=3e-3", "dry_run=true"])
+    out = capsys.readouterr().out
+    assert "3 of 3 runs to do (0 finished)" in out
+    assert "estimated GPU-hours per panel, to do of all (one run per GPU):\n  depo1_K8: " in out
+    assert "assumed (3 runs): train.compile=false" in out
+    total = re.search(r"estimated GPU-hours to do: ([\d.]+) \(of ([\d.]+) for the whole "
+                      r"sweep\), at (H[0-9/H]+) throughput from docs/bench/", out)
+    assert total and float(total[1]) == float(total[2]) > 0, out
+    assert not (tmp_path / "results").exists()  # nothing launched
