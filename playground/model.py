@@ -8,13 +8,16 @@ Decoding: ``cache = model.new_cache()``, then ``model(ids_chunk, cache)`` repeat
 chunk, then one token at a time); logits equal those of one full forward pass. Prompts of
 different lengths share a batch by left padding with ``valid`` (see ``layers/seq.py``).
 :func:`generate` does this for a batch of prompts (the tasks that evaluate by generating: Brevo,
-Lano): sorted by length, left-padded, prefilled once, then one cached step per new token.
+Lano): sorted by length, left-padded, prefilled once, then one cached step per new token; a
+harness that wants to show its progress says so with :func:`generation_progress`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,6 +146,25 @@ class Generation:
     stopped: bool  # True if a stop token ended it (False: it hit max_new)
 
 
+# Progress = a callable that starts one generation of ``total`` decoding steps and returns the
+# callable told ``done`` steps as they pass (the last call: ``done == total``)
+Progress = Callable[[int], Callable[[int], None]]
+_PROGRESS: ContextVar[Progress | None] = ContextVar("generation_progress", default=None)
+
+
+@contextlib.contextmanager
+def generation_progress(progress: Progress) -> Iterator[None]:
+    """Within: each :func:`generate` calls ``progress(total)`` once, ``total`` being its decoding
+    steps at most (one per batch and new token), then the callable it returned with the steps
+    done after each step (a batch that stops early counts its remaining steps done). Who shows
+    it, and how, is the caller's (the training loop's rank 0, ``playground.run.loop``)."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 @torch.no_grad()
 def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequence[int] = (),
              temperature: float = 0.0, batch_size: int = 64, seed: int = 0,
@@ -160,10 +182,15 @@ def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequen
     out: list[Generation | None] = [None] * len(prompts)
     was_training = model.training
     model.eval()
-    for lo in range(0, len(order), batch_size):
+    progress = _PROGRESS.get()
+    told = progress(math.ceil(len(order) / batch_size) * max_new) if progress else None
+    for n, lo in enumerate(range(0, len(order), batch_size)):
         idx = order[lo : lo + batch_size]
+        tick = None if told is None else lambda step, base=n * max_new: told(base + step)
         rows = _generate_batch(model, [prompts[i] for i in idx], max_new, stop_ids, temperature,
-                               gen, pad_id, device, use_cache, graph)
+                               gen, pad_id, device, use_cache, graph, tick)
+        if tick is not None:
+            tick(max_new)
         for i, row in zip(idx, rows):
             out[i] = row
     model.train(was_training)
@@ -190,10 +217,11 @@ def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> tor
 
 
 def _generate_batch(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
-                    use_cache: bool, graph: bool) -> list[Generation]:
+                    use_cache: bool, graph: bool, tick=None) -> list[Generation]:
     # one autocast region for the whole decode: weights are cast to bf16 once, not every step
     with autocast_for(device):
-        return _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache, graph)
+        return _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
+                       use_cache, graph, tick)
 
 
 class _Step:
@@ -225,7 +253,8 @@ class _Step:
 
 
 def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device, use_cache,
-            graph) -> list[Generation]:
+            graph, tick=None) -> list[Generation]:
+    """``tick(steps)``: told the steps decoded so far, after each (a progress display)."""
     ids, valid = _left_pad(prompts, pad_id, device)
     cache = model.new_cache(capacity=ids.shape[1] + max_new) if use_cache else None
     padded = not bool(valid.all())
@@ -241,6 +270,8 @@ def _decode(model, prompts, max_new, stop_ids, temperature, gen, pad_id, device,
         hit = torch.isin(nxt, stop_ids) & ~done
         length = torch.where(hit, torch.full_like(length, step), length)
         done |= hit
+        if tick is not None:
+            tick(step + 1)
         if step % 16 == 15 and bool(done.all()):  # a host sync only every 16 tokens
             break
         if step + 1 < max_new:

@@ -15,6 +15,12 @@ The estimate is deliberately simple (a guard against the impossible, not a profi
 
 A run whose estimate exceeds the device's whole memory is refused (:func:`check_memory`, naming the
 keys of the largest part); one that exceeds what is free now gets a warning with the estimate.
+
+What a run will cost in time and disk (:func:`cost`), as simply: :data:`FLOPS_PER_TOKEN` per
+parameter and trained token at an assumed rate of the device (:data:`DEVICE_FLOPS`), and
+:data:`CKPT_BYTES` per parameter in each checkpoint. A run on a CPU that would take longer than
+:data:`LONG_RUN_S` or write checkpoints larger than :data:`BIG_CHECKPOINT` gets a warning
+(:func:`check_cost`) before anything is built.
 """
 
 from __future__ import annotations
@@ -31,6 +37,18 @@ STATE_BYTES = 16  # per parameter: fp32 weight, gradient, AdamW's exp_avg and ex
 ACT_VALUES = 20  # activations kept per block, token and model channel
 LOGIT_VALUES = 3  # logits, their softmax and its gradient, per token and vocabulary entry (fp32)
 BATCH_BYTES = 13  # host bytes per token of a global batch: int64 token, bool mask, int32 segment
+
+CKPT_BYTES = 12  # per parameter in a checkpoint: fp32 weight, AdamW's exp_avg and exp_avg_sq
+FLOPS_PER_TOKEN = 6  # per parameter and trained token: 2 forward, 4 backward (attention's own
+# quadratic term and the loader are left out: small at these contexts)
+# Training FLOP/s assumed of one process, on the low side on purpose (most machines finish
+# sooner than estimated; the banner's measured ETA then says how much). CPU: a few cores in
+# fp32; a 2-core development machine multiplies large fp32 matrices at about 7e10 FLOP/s, and
+# tiny models (2L64D) reach only 1e9-2e10, bound by the overhead per op (their runs are short
+# anyway). CUDA: a fraction of an H100's bf16 peak (~1e15) that small models reach.
+DEVICE_FLOPS = {"cpu": 5e10, "cuda": 1e14}
+LONG_RUN_S = 3600.0  # a CPU run estimated to take longer than this gets a warning
+BIG_CHECKPOINT = 500e6  # bytes: a CPU run whose checkpoints are larger gets a warning
 
 
 @dataclass(frozen=True)
@@ -124,3 +142,63 @@ def check_memory(cfg: Config, vocab_size: int) -> str | None:
             warnings.append(f"warning: the run may need about {size_text(size)} of memory "
                             f"({what}); {device_name(place)} has {size_text(free)} free now")
     return "\n".join(warnings) or None
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds as ``0.4s``, ``45s``, ``3m05s``, ``2h07m`` or ``3d04h``."""
+    if seconds < 9.95:
+        return f"{max(seconds, 0):.1f}s"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a run will take: its parameters, the tokens of one process's share of a step (data
+    parallel splits the batch), the estimated seconds of such a step, the steps, and the bytes
+    of one checkpoint."""
+
+    params: int
+    tokens: int
+    step_s: float
+    steps: int
+    checkpoint: int
+
+    @property
+    def run_s(self) -> float:
+        return self.step_s * self.steps
+
+
+def cost(cfg: Config, params: int, device: torch.device) -> Cost:
+    """The estimate: :data:`FLOPS_PER_TOKEN` × ``params`` (all of them: the head is a real
+    matrix product) × the tokens of a step, at :data:`DEVICE_FLOPS` of ``device``."""
+    t = cfg.train
+    tokens = t.batch_size // world()[1] * cfg.task.context
+    rate = DEVICE_FLOPS.get(device.type, DEVICE_FLOPS["cpu"])
+    return Cost(params, tokens, FLOPS_PER_TOKEN * params * tokens / rate, t.steps,
+                params * CKPT_BYTES)
+
+
+def check_cost(cfg: Config, vocab_size: int) -> str | None:
+    """A warning when a run on a CPU is estimated (:func:`cost`) to train longer than
+    :data:`LONG_RUN_S` or to write checkpoints larger than :data:`BIG_CHECKPOINT`; else None.
+    ``train.steps`` must be resolved (not 0)."""
+    device = check_device(cfg.train.device)
+    if device.type != "cpu":
+        return None
+    c = cost(cfg, parameter_count(cfg, vocab_size), device)
+    if c.run_s <= LONG_RUN_S and c.checkpoint <= BIG_CHECKPOINT:
+        return None
+    return (f"warning: this run is large for a CPU: size={cfg.model.size} "
+            f"({c.params / 1e6:.1f}M parameters), about {duration_text(c.step_s)} a step, "
+            f"{duration_text(c.run_s)} for {c.steps:,} steps (estimated: {FLOPS_PER_TOKEN} × "
+            f"parameters × {c.tokens:,} tokens a step at an assumed {DEVICE_FLOPS['cpu']:.0e} "
+            f"FLOP/s), checkpoints of {size_text(c.checkpoint)} each "
+            f"({cfg.train.keep_checkpoints} kept). On a CPU a tiny size (size=2L64D, 2L128D) "
+            "trains in minutes; this run wants a GPU (or fewer train.steps).")

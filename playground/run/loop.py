@@ -6,6 +6,11 @@ verified atomic checkpoints with exact resume (model, optimizer, RNG, data posit
 accumulator, clock). Non-finite steps are skipped on the device (the fused optimizer's
 ``found_inf``) and noticed at logging time, without a host sync per step. SIGTERM / SIGUSR1
 (a cluster's preemption notice) checkpoint and stop the run as resumable.
+
+What rank 0 prints: a banner before the first step (``runlog.banner``) and, after the first log
+interval, an ETA line; with ``train.progress``, a tqdm bar on a terminal, else a line per log
+interval with the elapsed time and ETA (:meth:`Trainer.eta_s`), and the progress of an
+evaluation's generation (``runlog.EvalProgress``).
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from playground.config import Config, TrainConfig, autocast_for
 from playground.data.loader import Batches, ShardExchange
 from playground.data.packing import shard_size
 from playground.errors import ConfigError
-from playground.model import LM, build_model
+from playground.model import LM, build_model, generation_progress
 from playground.run import rundir as runs
+from playground.run.budget import duration_text
 from playground.run.device import (
     all_sum,
     barrier,
@@ -38,6 +44,7 @@ from playground.run.device import (
     setup,
     world,
 )
+from playground.run.runlog import EvalProgress, banner
 from playground.tasks import Task
 
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2),
@@ -69,6 +76,14 @@ def lr_at(step: int, t: TrainConfig) -> float:
     else:
         decay = 1.0
     return t.lr * (t.min_lr_ratio + (1 - t.min_lr_ratio) * decay)
+
+
+def evals_left(step: int, t: TrainConfig) -> int:
+    """The evaluations at steps ``step`` … ``train.steps``: every ``eval_every``-th, the last."""
+    if step > t.steps:
+        return 0
+    periodic = t.steps // t.eval_every - (step - 1) // t.eval_every if t.eval_every else 0
+    return periodic + (not t.eval_every or t.steps % t.eval_every != 0)
 
 
 def compiled(model, t: TrainConfig):
@@ -155,6 +170,7 @@ class Trainer:
         self.loss_acc, self.good_acc, self.bad_total = zero.clone(), zero.clone(), zero.clone()
         self.skipped = 0  # non-finite steps seen at the last check
         self.last_eval: dict = {}
+        self.eval_s: list[float] = []  # this process's evaluations: seconds each
         self._signal: int | None = None
 
     @staticmethod
@@ -251,9 +267,14 @@ class Trainer:
     # -- the loop ------------------------------------------------------------------------------
 
     def evaluate(self, examples) -> dict:
-        """Rank 0 evaluates (the others wait); metrics are its."""
+        """Rank 0 evaluates (the others wait), showing its generation's progress with
+        ``train.progress``; metrics are its."""
         if self.main:
-            metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
+            tic = time.perf_counter()
+            shown = EvalProgress(f"eval step {self.step}") if self.cfg.train.progress else None
+            with generation_progress(shown) if shown else contextlib.nullcontext():
+                metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
+            self.eval_s.append(time.perf_counter() - tic)
             self.last_eval = metrics
             self.log.append({"step": self.step, "split": "eval", **metrics})
         barrier()
@@ -262,6 +283,8 @@ class Trainer:
     def fit(self, mirror) -> dict:
         t = self.cfg.train
         resumed = self.restore()
+        if self.main:  # before the loader and the eval set are made, which can take a while
+            print(banner(self.cfg, self.model.param_counts(), self.device, world()[1]), flush=True)
         shard = shard_size(self.task, self.cfg.data.shard_examples)
         exchange = ShardExchange.join(*world()[:2])  # data parallel: ranks share the shards
         batches = Batches(self.task, t.batch_size, shard, self.workers, self.cfg.data.prefetch,
@@ -273,6 +296,7 @@ class Trainer:
         if resumed:
             tqdm.write(f"resumed from step {self.step}", file=sys.stdout)
         self._tic, self._mark = time.perf_counter(), (self.tokens_seen, self.train_time)
+        self._start, self._since = self._tic, [(self.step, self.train_time)]
         with self.preemption_signals():
             while self.step < t.steps:
                 self.one_step(batches, bar, mirror, examples)
@@ -348,9 +372,39 @@ class Trainer:
             self.log.append(record)
         mirror.log({f"train/{k}": v for k, v in record.items() if k != "split"}, self.step)
         bar.set_postfix(loss=f"{loss:.4f}", acc=self._acc_text(), tok_s=f"{tok_s:,.0f}")
+        eta = self.eta_s()
+        if len(self._since) == 1:  # the first log interval of this process: the rate is known
+            self._since.append((self.step, self.train_time))
+            if self.main and eta is not None and self.step < t.steps:
+                tqdm.write(self.eta_line(eta), file=sys.stdout)
         if bar.disable and t.progress and self.main:
+            elapsed = duration_text(time.perf_counter() - self._start)
             print(f"step {self.step}/{t.steps} loss {loss:.4f} lr {record['lr']:.2e} "
-                  f"tok/s {tok_s:,.0f}", flush=True)
+                  f"tok/s {tok_s:,.0f} elapsed {elapsed} eta {duration_text(eta or 0)}", flush=True)
+
+    def eta_s(self) -> float | None:
+        """Seconds left: the steps to go at the training time per step (evaluations and
+        checkpoints excluded) measured by this process since its first log line (until then,
+        since it started: that first interval holds compilation and warm-up), plus the
+        evaluations to go at the mean time of this process's evaluations, once there is one.
+        None before any step."""
+        t = self.cfg.train
+        base = self._since[-1] if self._since[-1][0] < self.step else self._since[0]
+        if base[0] >= self.step:
+            return None
+        per_step = (self.train_time - base[1]) / (self.step - base[0])
+        mean_eval = sum(self.eval_s) / len(self.eval_s) if self.eval_s else 0.0
+        evals = mean_eval * evals_left(self.step, t)
+        return (t.steps - self.step) * per_step + evals
+
+    def eta_line(self, eta: float) -> str:
+        """The banner's last line, once the first log interval has measured the rate."""
+        t = self.cfg.train
+        done = self.step - self._since[0][0]
+        per_step = (self.train_time - self._since[0][1]) / max(done, 1)
+        evals = "" if self.eval_s else "; evaluations not yet counted"
+        return (f"  ETA {duration_text(eta)}: {t.steps - self.step:,} steps to go at "
+                f"{per_step:.3g} s a step (measured over {done} steps{evals})")
 
     def _acc_text(self) -> str:
         value = self.last_eval.get(self.task.primary_metric)
@@ -359,4 +413,5 @@ class Trainer:
     def show_eval(self, metrics: dict) -> None:
         keys = [k for k in metrics if not k.startswith("tok_acc_")]
         text = " ".join(f"{k}={metrics[k]:.3f}" for k in keys)
-        tqdm.write(f"[eval step {self.step}] {text}", file=sys.stdout)
+        took = f" ({duration_text(self.eval_s[-1])})" if self.eval_s else ""
+        tqdm.write(f"[eval step {self.step}] {text}{took}", file=sys.stdout)

@@ -8,6 +8,9 @@ kept in memory; a job that never attaches (refused, or a torchrun rank other tha
 :meth:`RunLog.discard`) writes nothing. The file holds the text as a terminal shows it: a
 progress bar's redraws (carriage returns) leave their last state alone on its line. An exception
 that leaves the job (printed by Hydra after it) is written to the file as its traceback.
+
+Also what a run prints about itself (rank 0, ``playground.run.loop``): the :func:`banner` before
+its first step, and :class:`EvalProgress`, the progress of an evaluation's generation.
 """
 
 from __future__ import annotations
@@ -15,9 +18,16 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import IO
+
+import torch
+from tqdm import tqdm
+
+from playground.config import Config, uses_bf16
+from playground.run.budget import cost, duration_text, size_text
 
 NAME = "train.log"
 
@@ -124,3 +134,65 @@ class RunLog:
         logging.getLogger().removeHandler(self._handler)
         sys.stdout, sys.stderr = self._streams
         self._sink.close()
+
+
+# -- what a run prints about itself -----------------------------------------------------------
+
+
+def count_text(n: float) -> str:
+    """A count as ``950``, ``12.3k``, ``2.46M`` or ``1.5G``."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+def banner(cfg: Config, counts: dict[str, int], device: torch.device, world_size: int) -> str:
+    """What a run says before its first step: where it writes, what it trains (``counts``:
+    ``LM.param_counts``) on what, and how much."""
+    t, m, task = cfg.train, cfg.model, cfg.task
+    difficulty = " ".join(f"{k}={v}" for k, v in task.difficulty().items())
+    precision = "bf16 autocast" if uses_bf16(device, t.dtype) else "fp32"
+    how = f"compile {t.compile_scope}/{t.compile_mode}" if t.compile else "no compile"
+    tokens = t.steps * t.batch_size * task.context
+    checkpoint = cost(cfg, counts["total"], device).checkpoint
+    return "\n".join([
+        f"run {cfg.out_dir}",
+        f"  task {task.name} ({task.preset}: {difficulty}), context {task.context}",
+        f"  model {m.size} {m.mixer.tag()} canon {m.canon.tag()}: {counts['non_embedding']:,} "
+        f"parameters without the embeddings, {counts['total']:,} in all",
+        f"  device {device} (world size {world_size}), {precision}, {how}",
+        f"  {t.steps:,} steps × {t.batch_size} × {task.context} tokens = {count_text(tokens)} "
+        f"tokens; checkpoints of {size_text(checkpoint)} each"])
+
+
+class EvalProgress:
+    """The progress of each generation of an evaluation (``model.generation_progress``): a tqdm
+    bar on a terminal, else a line at each tenth done; both only once it has run ``quiet_s``
+    seconds (a quick one shows nothing)."""
+
+    def __init__(self, label: str, quiet_s: float = 5.0, clock=time.perf_counter):
+        self.label, self.quiet_s, self.clock = label, quiet_s, clock
+
+    def __call__(self, total: int):
+        """Start one generation of ``total`` decoding steps; returns what it tells its steps to."""
+        if sys.stdout.isatty():
+            bar = tqdm(total=total, desc=f"{self.label} generating", unit="step", leave=False,
+                       delay=self.quiet_s, file=sys.stdout, dynamic_ncols=True)
+
+            def show(done: int) -> None:
+                bar.update(done - bar.n)
+                if done >= total:
+                    bar.close()
+            return show
+        start, shown = self.clock(), [0]
+
+        def line(done: int) -> None:
+            tenth, elapsed = done * 10 // max(total, 1), self.clock() - start
+            if tenth > shown[0] and elapsed >= self.quiet_s:
+                shown[0] = tenth
+                eta = elapsed * (total - done) / max(done, 1)
+                print(f"[{self.label}] generating: {done * 100 // max(total, 1)}% ({done:,}/"
+                      f"{total:,} decoding steps), elapsed {duration_text(elapsed)}, eta "
+                      f"{duration_text(eta)}", flush=True)
+        return line

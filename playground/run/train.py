@@ -43,7 +43,7 @@ from playground.data.packing import check_fits, count_windows, shard_size
 from playground.errors import ConfigError
 from playground.run import evaluate as ev
 from playground.run import rundir as runs
-from playground.run.budget import check_memory
+from playground.run.budget import check_cost, check_memory
 from playground.run.device import is_main, teardown, world
 from playground.run.loop import Diverged, Preempted, Trainer
 from playground.run.runlog import NAME as LOG_NAME
@@ -182,6 +182,8 @@ def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, long
                   "skipping. Use train.resume=never to start it again.")
             return done
     main = is_main()  # data parallel: only rank 0 writes the run directory
+    if main and (warning := check_cost(cfg, len(task.vocab))):  # a run too big for a CPU
+        print(warning, file=sys.stderr, flush=True)
     if main:
         out.mkdir(parents=True, exist_ok=True)
         runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())

@@ -10,7 +10,8 @@ launched (in a Hydra multirun it would have stopped the whole multirun). Each at
 goes to a log of its own in the log dir (``.logs/`` of the sweep's folder), never over an earlier
 attempt's. When a run's process ends, a run that could not record its own end is recorded by the
 launcher (``runs.record_end``): ``interrupted`` where its summary still says ``running`` (killed),
-``failed`` where there is none (it ended before recording anything).
+``failed`` where there is none (it ended before recording anything). The local launcher says
+as each run ends how far the sweep is, with an ETA (:func:`progress_text`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from omegaconf import DictConfig
 
 from playground.cli import write_json
 from playground.errors import ConfigError
+from playground.run.budget import duration_text
 from playground.run.device import HOST_RUNS
 from playground.run.rundir import exit_text, record_end
 from playground.sweep.spec import Sweep
@@ -102,13 +104,28 @@ def attempt_log(log_dir: Path, name: str) -> Path:
     return log_dir / f"{name}.{max(taken, default=0) + 1}.log"
 
 
-def ended(run: Planned, code: int, log: Path) -> tuple[str | None, str]:
-    """Record what a run whose process ended with ``code`` could not (``runs.record_end``): the
-    status recorded (or None), and the launcher's line for it."""
+def ended(run: Planned, code: int, log: Path, label: str | None = None,
+          took: float | None = None) -> tuple[str | None, str]:
+    """Record what a run whose process ended with ``code`` (after ``took`` seconds, if given)
+    could not (``runs.record_end``): the status recorded (or None), and the launcher's line for
+    it: ``run <index>: exit …``, or with a label, ``run <label> exit …``."""
     recorded = record_end(run.out, code, log)
     how = f"exit {code}" + (f" ({exit_text(code)})" if code < 0 else "")
-    return recorded, f"run {run.index}: {how} (log {log})" + (
+    how += "" if took is None else f" after {duration_text(took)}"
+    head = f"run {run.index}:" if label is None else f"run {label}"
+    return recorded, f"{head} {how} (log {log})" + (
         f"; recorded as {recorded} in its summary.json" if recorded else "")
+
+
+def progress_text(durations: list[float], total: int, slots: int, elapsed: float) -> str:
+    """How far a local sweep is ``elapsed`` seconds in, once ``len(durations)`` of its ``total``
+    runs have ended (those runs' seconds each): the ETA is their mean duration × the runs left ÷
+    the runs at once (``slots``, or fewer where fewer are left)."""
+    left = total - len(durations)
+    if not left:
+        return f"all {total} run(s) ended, {duration_text(elapsed)} in all"
+    eta = sum(durations) / len(durations) * left / min(slots, left)
+    return f"{duration_text(elapsed)} elapsed, ETA {duration_text(eta)} ({left} run(s) left)"
 
 
 def multirun_commands(sweep: Sweep, launcher: str, skip: frozenset[int] = frozenset()
@@ -185,7 +202,10 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     if len(todo) > len(free):
         order = longest_first([p.overrides for p in todo], [p.config for p in todo])
         todo = [todo[i] for i in order]
-    queue = todo
+    queue, total, durations, began = todo, len(todo), [], time.monotonic()
+    if total:
+        print(f"launching {total} run(s), {min(slots, total)} at a time; the output of each in "
+              f"{log_dir}/<run>.<n>.log", flush=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
@@ -195,18 +215,22 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
                 log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115 - closed when it ends
                 command = [sys.executable, "-m", "playground.run.train", *run.overrides]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-                active[proc] = (gpu, log, run)
+                active[proc] = (gpu, log, run, time.monotonic())
             for proc in [p for p in active if p.poll() is not None]:
-                gpu, log, run = active.pop(proc)
+                gpu, log, run, start = active.pop(proc)
                 log.close()
                 free.append(gpu)
                 failures += proc.returncode != 0
-                print(ended(run, proc.returncode, Path(log.name))[1], flush=True)
+                durations.append(time.monotonic() - start)
+                label = f"{len(durations)}/{total}: {run.out.name}"
+                line = ended(run, proc.returncode, Path(log.name), label, durations[-1])[1]
+                done = progress_text(durations, total, slots, time.monotonic() - began)
+                print(f"{line}; {done}", flush=True)
             time.sleep(0.2)
     except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
         for proc in active:
             proc.send_signal(signal.SIGTERM)
-        for proc, (_, log, run) in active.items():
+        for proc, (_, log, run, _) in active.items():
             proc.wait()
             log.close()
             record_end(run.out, proc.returncode, Path(log.name))

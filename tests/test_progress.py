@@ -1,0 +1,212 @@
+"""Long work shows itself: the banner and ETA of a run, progress lines off a terminal, the
+progress of an evaluation's generation, a local sweep's ``run k/N`` lines, and the warning for a
+run too big for a CPU (docs/runs.md, "What a run prints")."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from playground.config import TrainConfig, compose, to_objects
+from playground.model import build_model, generate, generation_progress
+from playground.run import budget
+from playground.run.budget import check_cost, cost, duration_text, parameter_count
+from playground.run.loop import Trainer, evals_left
+from playground.run.runlog import EvalProgress, RunLog, count_text
+from playground.sweep import launch
+
+TINY = ["wandb.mode=disabled", "train.device=cpu", "task.N=8", "task.V=8", "task.context=96",
+        "task.eval_size=16", "size=2L64D", "train.batch_size=8", "train.warmup_steps=2",
+        "train.log_every=2", "train.eval_every=4", "train.ckpt_every=3", "train.steps=6"]
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory):
+    """A tiny run with progress on and standard output a pipe (not a terminal): its output
+    and its run directory."""
+    out = tmp_path_factory.mktemp("run") / "run"
+    proc = subprocess.run([sys.executable, "-m", "playground.run.train", *TINY, "train.progress=true",
+                           f"out_dir={out}"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, out
+
+
+def test_the_banner_comes_first_with_every_field_and_lands_in_train_log(printed):
+    stdout, out = printed
+    lines = stdout.splitlines()
+    assert lines[0] == f"run {out}"
+    head = "\n".join(lines[:6])
+    for field in ("task depo (depo_tiny: N=8 K=2), context 96", "model 2L64D rope canon ABCD",
+                  "parameters without the embeddings", "in all", "device cpu (world size 1)",
+                  "fp32", "no compile", "6 steps × 8 × 96 tokens = 4.61k tokens",
+                  "checkpoints of 1.38 MB each"):
+        assert field in head, field
+    counts = re.search(r"([\d,]+) parameters without the embeddings, ([\d,]+) in all", head)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [int(g.replace(",", "")) for g in counts.groups()] == [
+        summary["params"]["non_embedding"], summary["params"]["total"]]
+    eta = r"  ETA \S+: 4 steps to go at \S+ s a step \(measured over 2 steps.*\)"
+    assert re.fullmatch(eta, lines[5])
+    assert lines.index(lines[5]) < next(i for i, x in enumerate(lines) if x.startswith("step 2/6"))
+    assert (out / "train.log").read_text().startswith(head)
+
+
+def test_progress_lines_off_a_terminal_carry_elapsed_and_eta(printed):
+    stdout, out = printed
+    steps = [line for line in stdout.splitlines() if line.startswith("step ")]
+    assert len(steps) == 3
+    for line in steps:
+        pattern = r"step \d/6 loss \S+ lr \S+ tok/s \S+ elapsed \d\S*s eta \d\S*s"
+        assert re.fullmatch(pattern, line), line
+    assert re.search(r"^\[eval step 4\] acc=.* \(\d\S*s\)$", stdout, re.M)
+    log = (out / "train.log").read_text()
+    assert all(line in log for line in steps)
+
+
+def test_duration_and_count_texts():
+    assert [duration_text(s) for s in (0, 0.44, 9.96, 59.4, 61, 3599, 3600, 86399, 90000)] == [
+        "0.0s", "0.4s", "10s", "59s", "1m01s", "59m59s", "1h00m", "23h59m", "1d01h"]
+    assert [count_text(n) for n in (950, 12_345, 2_457_600, 1.5e9)] == ["950", "12.3k", "2.46M", "1.5G"]
+
+
+@pytest.mark.parametrize("steps, every, step, left", [
+    (300, 100, 1, 3), (300, 100, 100, 3), (300, 100, 101, 2), (300, 100, 300, 1),
+    (250, 100, 1, 3), (250, 100, 201, 1), (300, 0, 5, 1), (300, 100, 301, 0)])
+def test_evals_left_counts_the_periodic_evaluations_and_the_last(steps, every, step, left):
+    t = TrainConfig(steps=steps, eval_every=every)
+    assert evals_left(step, t) == left
+    if every:  # the same count, by brute force
+        assert left == sum(1 for s in range(step, steps + 1) if s % every == 0 or s == steps)
+
+
+def test_eta_is_the_steps_to_go_at_the_measured_rate_plus_the_evaluations_to_go():
+    t = TrainConfig(steps=100, eval_every=50)
+    state = SimpleNamespace(cfg=SimpleNamespace(train=t), step=10, train_time=25.0,
+                            _since=[(0, 5.0)], eval_s=[])
+    assert Trainer.eta_s(state) == pytest.approx(90 * 2.0)  # 20 s over the first 10 steps
+    state._since.append((10, 25.0))  # the first log line; later ones measure from it
+    state.step, state.train_time, state.eval_s = 20, 30.0, [3.0, 5.0]
+    assert Trainer.eta_s(state) == pytest.approx(80 * 0.5 + 2 * 4.0)  # evals at 50 and 100
+    state.step, state.train_time = 10, 25.0  # no step since the first log line: from the start
+    assert Trainer.eta_s(state) == pytest.approx(90 * 2.0 + 2 * 4.0)
+
+
+def test_generation_progress_sees_every_decoding_step_and_changes_nothing(one_thread):
+    cfg = to_objects(compose(["size=2L64D", "train.device=cpu"]))
+    model = build_model(cfg.model, 12, seed=1)
+    prompts = [[1, 2, 3][: 1 + i % 3] for i in range(10)]
+    plain = generate(model, prompts, max_new=9, stop=[5], batch_size=4)
+    calls = []
+
+    def progress(total):
+        calls.append(("start", total))
+        return calls.append
+
+    with generation_progress(progress):
+        shown = generate(model, prompts, max_new=9, stop=[5], batch_size=4)
+    same = [(g.tokens.tolist(), g.stopped) for g in plain]
+    assert [(g.tokens.tolist(), g.stopped) for g in shown] == same
+    assert calls[0] == ("start", 3 * 9) and calls[-1] == 27
+    done = calls[1:]
+    assert done == sorted(done) and set(range(9, 28, 9)) <= set(done)
+    calls.clear()
+    generate(model, prompts, max_new=9, batch_size=4)  # outside the context: nobody is told
+    assert calls == []
+
+
+def test_eval_progress_off_a_terminal_prints_a_line_per_tenth_after_the_quiet_time(capsys):
+    now = [0.0]
+    tick = EvalProgress("eval step 7", quiet_s=5.0, clock=lambda: now[0])(200)
+    for done in range(1, 201):
+        now[0] = done * 0.1  # 0.1 s a step: quiet until step 50
+        tick(done)
+    lines = capsys.readouterr().out.splitlines()
+    assert [re.search(r"(\d+)%", x).group(1) for x in lines] == ["25", *map(str, range(30, 101, 10))]
+    assert lines[0] == ("[eval step 7] generating: 25% (50/200 decoding steps), elapsed 5.0s, "
+                        "eta 15s")
+    assert lines[-1].endswith("elapsed 20s, eta 0.0s")
+
+
+def test_eval_progress_on_a_terminal_draws_a_bar(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    tick = EvalProgress("eval step 3", quiet_s=0.0)(40)
+    for done in range(1, 41):
+        tick(done)
+    drawn = screen.getvalue()
+    assert drawn.startswith("\reval step 3 generating:   0%|") and "| 0/40 [" in drawn
+    assert "[eval step 3]" not in drawn and drawn.endswith("\r")  # a bar, not lines; cleared
+
+
+def test_a_run_too_big_for_a_cpu_is_warned_of_with_its_estimate():
+    cfg = to_objects(compose(["size=12L768D", "train.device=cpu", "train.steps=300"]))
+    vocab = 40
+    c = cost(cfg, parameter_count(cfg, vocab), torch.device("cpu"))
+    assert c.checkpoint == c.params * 12 > 1e9 and c.tokens == cfg.train.batch_size * cfg.task.context
+    assert c.step_s == pytest.approx(6 * c.params * c.tokens / 5e10)
+    assert c.run_s == pytest.approx(300 * c.step_s) and c.run_s > 3600
+    warning = check_cost(cfg, vocab)
+    assert warning.startswith("warning: this run is large for a CPU: size=12L768D")
+    assert "300 steps" in warning and "1.02 GB each (2 kept)" in warning
+    gpu = cost(cfg, c.params, torch.device("cuda"))
+    assert gpu.step_s == pytest.approx(c.step_s * 5e10 / 1e14)
+    small = to_objects(compose(["size=2L128D", "train.device=cpu"]))  # the embedded default
+    assert check_cost(small, 40) is None
+    long = to_objects(compose(["size=2L64D", "train.device=cpu", "train.steps=100000"]))
+    assert "large for a CPU" in check_cost(long, 40)  # long, not big: time alone warns
+
+
+def test_the_warning_comes_before_training_and_progress_off_keeps_only_the_banner(
+        make_cfg, tmp_path, monkeypatch, capsys):
+    """In process, as a Hydra job runs it (conftest: ``train.progress=false``)."""
+    from playground.run.train import run
+
+    monkeypatch.setattr(budget, "LONG_RUN_S", 1e-6)  # any run is "long"
+    with RunLog() as log:
+        run(make_cfg(*TINY[2:], "train.steps=2", "train.eval_every=0"), log)
+    printed = capsys.readouterr()
+    assert printed.err.startswith("warning: this run is large for a CPU: size=2L64D")
+    log = (tmp_path / "run" / "train.log").read_text()  # make_cfg's run directory
+    assert log.startswith("warning: this run is large for a CPU") and "\nrun " in log
+    assert printed.out.startswith(f"run {tmp_path / 'run'}\n")
+    assert not re.search(r"^step \d", printed.out, re.M)  # no progress lines
+
+
+def test_a_local_sweep_says_k_of_n_with_an_eta(tmp_path, monkeypatch, capsys):
+    """Each run's process replaced by a quick one: 3 runs, 2 at a time."""
+    real = subprocess.Popen
+
+    def quick(command, **kwargs):
+        assert command[1:3] == ["-m", "playground.run.train"]
+        return real([sys.executable, "-c", "import time; time.sleep(0.3)"], **kwargs)
+
+    monkeypatch.setattr(launch.subprocess, "Popen", quick)
+    runs = [["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+            for s in range(3)]
+    assert launch.run_local(runs, 0, tmp_path / "logs", per_gpu=2) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("launching 3 run(s), 2 at a time")
+    ends = [line for line in out if line.startswith("run ")]
+    assert [line.split()[1] for line in ends] == ["1/3:", "2/3:", "3/3:"]
+    for line in ends:
+        assert re.match(r"run \d/3: s\d exit 0 after \d\S*s \(log .*\.1\.log\); ", line), line
+    assert re.search(r"elapsed, ETA \d\S*s \(2 run\(s\) left\)$", ends[0])
+    assert re.search(r"all 3 run\(s\) ended, \S+ in all$", ends[-1])
+
+
+def test_sweep_eta_is_the_mean_duration_times_the_runs_left_over_the_slots():
+    assert (launch.progress_text([60.0, 120.0], 8, 2, 150.0)  # 90 s × 6 left ÷ 2 at a time
+            == "2m30s elapsed, ETA 4m30s (6 run(s) left)")
+    assert launch.progress_text([60.0], 2, 4, 60.0) == "1m00s elapsed, ETA 1m00s (1 run(s) left)"
+    assert launch.progress_text([1.0, 2.0], 2, 1, 3.0) == "all 2 run(s) ended, 3.0s in all"
