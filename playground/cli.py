@@ -69,7 +69,8 @@ class Args:
         try:
             value = int(self.options[key])
         except ValueError:
-            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected an integer") from None
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: "
+                              "expected an integer") from None
         if value < minimum:
             raise ConfigError(f"{key}={value} is invalid: expected an integer >= {minimum}")
         if maximum is not None and value > maximum:
@@ -82,16 +83,19 @@ class Args:
         try:
             values = [int(v) for v in self.list(key)]
         except ValueError:
-            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected integers separated by commas") from None
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: "
+                              "expected integers separated by commas") from None
         if any(v < minimum for v in values):
-            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected integers >= {minimum}")
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: "
+                              f"expected integers >= {minimum}")
         return values
 
     def float(self, key: str) -> float:
         try:
             return float(self.options[key])
         except ValueError:
-            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected a number") from None
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: "
+                              "expected a number") from None
 
     def flag(self, key: str) -> bool:
         value = self.options[key].lower()
@@ -104,7 +108,8 @@ class Args:
 
     def choice(self, key: str, allowed: Sequence[str]) -> str:
         if self.options[key] not in allowed:
-            raise ConfigError(f"{key}={self.options[key]!r} is invalid: expected one of {list(allowed)}")
+            raise ConfigError(f"{key}={self.options[key]!r} is invalid: "
+                              f"expected one of {list(allowed)}")
         return self.options[key]
 
 
@@ -113,7 +118,8 @@ def fail(prog: str, message: str) -> None:
     raise SystemExit(2)
 
 
-def main(prog: str, doc: str, commands: Sequence[Command], argv: Sequence[str] | None = None) -> None:
+def main(prog: str, doc: str, commands: Sequence[Command],
+         argv: Sequence[str] | None = None) -> None:
     """Parse ``argv`` for one of ``commands`` (a single command takes no command name) and run
     it: return when it succeeds, else exit with its own status, or 2 for bad arguments and
     invalid values (``--help`` exits 0)."""
@@ -148,7 +154,8 @@ def parse(prog: str, command: Command, argv: Sequence[str]) -> Args:
     name = f"{prog} {command.name}".strip()
     positional = [a for a in argv if "=" not in a]
     variadic = bool(command.positional) and command.positional[-1].endswith("...")
-    if len(positional) != len(command.positional) and not (variadic and len(positional) >= len(command.positional)):
+    if (len(positional) != len(command.positional)
+            and not (variadic and len(positional) >= len(command.positional))):
         want = " ".join(command.positional) or "no positional argument"
         raise ConfigError(f"{name} takes {want}; got {positional or 'none'} (see {name} --help)")
     options = {k: default for k, (default, _) in command.options.items()}
@@ -160,7 +167,8 @@ def parse(prog: str, command: Command, argv: Sequence[str]) -> Args:
         elif command.overrides is not None and _in_sections(key, command.overrides):
             overrides.append(arg)
         else:
-            hint = " (seed= sets the model's initialisation; the data seed is task.seed)" if key == "seed" else ""
+            hint = (" (seed= sets the model's initialisation; the data seed is task.seed)"
+                    if key == "seed" else "")
             raise ConfigError(f"{arg!r}: {key} is not used by {name}{hint}; " + _accepts(command))
     return Args(prog, positional, options, overrides)
 
@@ -184,7 +192,8 @@ def usage(prog: str, doc: str, commands: Sequence[Command], command: Command | N
     lines = [f"{prog}: {doc}", ""]
     if command is None:
         width = max(len(c.name) for c in commands)
-        lines.append(f"usage: {prog} COMMAND ... [key=value ...]   ({prog} COMMAND --help for its options)")
+        lines.append(f"usage: {prog} COMMAND ... [key=value ...]   "
+                     f"({prog} COMMAND --help for its options)")
         lines += ["", "commands:"] + [f"  {c.name:<{width}}  {c.summary}" for c in commands]
         examples = [e for c in commands for e in c.examples[:1]]
     else:
@@ -195,10 +204,11 @@ def usage(prog: str, doc: str, commands: Sequence[Command], command: Command | N
             lines += ["", "options (key=value, default in brackets):"]
             lines += [f"  {k}=  {h} [{d}]" for k, (d, h) in command.options.items()]
         if command.overrides is not None:
-            lines += ["", "config overrides: " + ("any key of the config (conf/, e.g. task=depo1 task.N=50)"
-                                                   if not command.overrides else
-                                                   ", ".join(f"{s}.*" for s in command.overrides)
-                                                   + f" (e.g. {command.overrides[0]}=...)"), SEEDS]
+            lines += ["", "config overrides: "
+                          + ("any key of the config (conf/, e.g. task=depo1 task.N=50)"
+                             if not command.overrides else
+                             ", ".join(f"{s}.*" for s in command.overrides)
+                             + f" (e.g. {command.overrides[0]}=...)"), SEEDS]
         examples = list(command.examples)
     if examples:
         lines += ["", "examples:"] + [f"  {e}" for e in examples]
@@ -222,7 +232,8 @@ def check_writable(path: Path, key: str) -> None:
         os.close(fd)
         os.unlink(tmp)
     except OSError as err:
-        raise ConfigError(f"{key}={path} is invalid: nothing can be written there ({err.strerror or err})") from None
+        raise ConfigError(f"{key}={path} is invalid: nothing can be written there "
+                          f"({err.strerror or err})") from None
 
 
 SHARED_MODE = 0o644  # every file a run or report writes: mkstemp makes 0600; results are shared

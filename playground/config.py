@@ -41,7 +41,8 @@ PAPER_SIZES = ("8L512D", "8L768D", "12L512D", "12L768D")  # presets conf/size/<l
 SCHEDULES = ("cosine", "linear", "constant")
 DTYPES = ("auto", "float32", "bfloat16")
 RESUME = ("auto", "never")
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune",
+                 "max-autotune-no-cudagraphs")  # torch.compile's
 MLPS = ("swiglu", "gelu", "moe", "none")
 PACKINGS = ("auto", "aligned", "stream")  # data.packing; auto = the task's own (data/packing.py)
 
@@ -60,8 +61,8 @@ def plugins(group: str, base: type = object) -> dict[str, type]:
             raise RuntimeError(f"{group}: {ep.name!r} names both {found[ep.name]} and {cls}")
         if not (isinstance(cls, type) and issubclass(cls, base)) or \
                 getattr(getattr(cls, "Config", None), "name", None) != ep.name:
-            raise RuntimeError(f"entry point {group}:{ep.name} = {ep.value} must be a {base.__name__} "
-                               f"subclass whose Config.name is {ep.name!r}")
+            raise RuntimeError(f"entry point {group}:{ep.name} = {ep.value} must be a "
+                               f"{base.__name__} subclass whose Config.name is {ep.name!r}")
     if not found:
         raise RuntimeError(f"no {group} are registered: install the package (pip install -e .) "
                            "so that its entry points exist")
@@ -215,10 +216,12 @@ class ModelConfig:
         check(self.mlp in MLPS, "model.mlp", self.mlp, f"one of {MLPS}")
         check(self.init_std > 0, "model.init_std", self.init_std, "a number > 0")
         check(self.moe_experts >= 1, "model.moe_experts", self.moe_experts, "an integer >= 1")
-        check(self.moe_aux_weight >= 0, "model.moe_aux_weight", self.moe_aux_weight, "a number >= 0")
+        check(self.moe_aux_weight >= 0, "model.moe_aux_weight", self.moe_aux_weight,
+              "a number >= 0")
         if self.mlp == "moe":
             check("D" not in self.canon.positions, "model.canon.positions", self.canon.positions,
-                  "no D with model.mlp=moe (Canon-D has no single place among experts; A, B, C are fine)")
+                  "no D with model.mlp=moe (Canon-D has no single place among experts; "
+                  "A, B, C are fine)")
         if "C" in self.canon.positions or "D" in self.canon.positions:
             check(self.mlp != "none", "model.canon.positions", self.canon.positions,
                   "no C or D when model.mlp=none (there is no MLP to place them in)")
@@ -238,7 +241,8 @@ class TrainConfig:
     beta2: float = 0.98
     eps: float = 1e-6
     grad_clip: float = 1.0  # max global grad norm; 0 disables clipping
-    on_nonfinite: str = "stop"  # a non-finite loss/gradient step is skipped, then: stop (diverged) | skip
+    # a non-finite loss/gradient step is skipped, then: stop (diverged) | skip
+    on_nonfinite: str = "stop"
     max_skipped: int = 100  # with on_nonfinite=skip: more skipped steps than this = diverged
     log_every: int = 10
     eval_every: int = 100  # steps between evaluations (and always at the end); 0 = only at the end
@@ -256,7 +260,8 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
-    deterministic: bool = False  # CUDA: deterministic kernels only, for bitwise-repeatable runs (slower)
+    # CUDA: deterministic kernels only, for bitwise-repeatable runs (slower)
+    deterministic: bool = False
     # after the last step, the final model at these multiples of the training context, each task
     # longer in its own way (RUN/length_gen.csv, as playground-eval RUN eval.length_scales=…)
     length_scales: list[float] = field(default_factory=list)
@@ -272,19 +277,24 @@ class TrainConfig:
               f"0 or a divisor of train.batch_size={self.batch_size}")
         check(self.lr > 0, "train.lr", self.lr, "a number > 0")
         check(self.schedule in SCHEDULES, "train.schedule", self.schedule, f"one of {SCHEDULES}")
-        check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", self.min_lr_ratio, "a number in [0, 1]")
+        check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", self.min_lr_ratio,
+              "a number in [0, 1]")
         check(0 <= self.warmup_steps and (self.steps == 0 or self.warmup_steps <= self.steps),
-              "train.warmup_steps", self.warmup_steps, f"an integer in [0, train.steps={self.steps}]")
+              "train.warmup_steps", self.warmup_steps,
+              f"an integer in [0, train.steps={self.steps}]")
         check(self.eval_every >= 0, "train.eval_every", self.eval_every, "an integer >= 0")
-        check(all(scale > 0 for scale in self.length_scales), "train.length_scales", list(self.length_scales),
-              "numbers > 0, e.g. [1,2,4]")
+        check(all(scale > 0 for scale in self.length_scales), "train.length_scales",
+              list(self.length_scales), "numbers > 0, e.g. [1,2,4]")
         check(self.dtype in DTYPES, "train.dtype", self.dtype, f"one of {DTYPES}")
         check(self.compile_scope in ("model", "blocks"), "train.compile_scope", self.compile_scope,
               "model or blocks")
-        check(self.compile or self.compile_scope == "model", "train.compile_scope", self.compile_scope,
+        check(self.compile or self.compile_scope == "model", "train.compile_scope",
+              self.compile_scope,
               "model (the default) unless train.compile=true: it chooses what is compiled")
-        check(self.compile_mode in COMPILE_MODES, "train.compile_mode", self.compile_mode, f"one of {COMPILE_MODES}")
-        check(self.compile or self.compile_mode == "default", "train.compile_mode", self.compile_mode,
+        check(self.compile_mode in COMPILE_MODES, "train.compile_mode", self.compile_mode,
+              f"one of {COMPILE_MODES}")
+        check(self.compile or self.compile_mode == "default", "train.compile_mode",
+              self.compile_mode,
               "default unless train.compile=true: it chooses how the model is compiled")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
@@ -297,26 +307,30 @@ class TrainConfig:
 
 @dataclass
 class DataConfig:
-    shard_examples: int = 0  # examples packed together (0: ~262k tokens' worth); part of the data's identity
-    num_workers: int = -1  # loader processes (never change the data); -1 = auto (run/device.py: loader_workers)
+    # examples packed together (0: ~262k tokens' worth); part of the data's identity
+    shard_examples: int = 0
+    # loader processes (never change the data); -1 = auto (run/device.py: loader_workers)
+    num_workers: int = -1
     prefetch: int = 4  # shards each worker prepares ahead
     isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
     # how examples fill windows: aligned (a window starts at an example) | stream (examples
-    # concatenated and cut, crossing window edges) | auto (the task's own); part of the data's identity
+    # concatenated and cut, crossing window edges) | auto (the task's own);
+    # part of the data's identity
     packing: str = "auto"
 
     def __post_init__(self) -> None:
         check(self.packing in PACKINGS, "data.packing", self.packing, f"one of {PACKINGS}")
         check(self.shard_examples >= 0, "data.shard_examples", self.shard_examples,
               "an integer >= 0 (0 = automatic)")
-        check(self.num_workers >= -1, "data.num_workers", self.num_workers, "an integer >= 0, or -1 (auto)")
+        check(self.num_workers >= -1, "data.num_workers", self.num_workers,
+              "an integer >= 0, or -1 (auto)")
         check(self.prefetch >= 1, "data.prefetch", self.prefetch, "an integer >= 1")
 
 
 WANDB_MODES = ("offline", "online", "disabled")
 # WANDB_MODE values wandb itself accepts, and the mode each means (dryrun and run are its old names)
-WANDB_ENV_MODES = {"offline": "offline", "online": "online", "disabled": "disabled", "shared": "shared",
-                   "dryrun": "offline", "run": "online"}
+WANDB_ENV_MODES = {"offline": "offline", "online": "online", "disabled": "disabled",
+                   "shared": "shared", "dryrun": "offline", "run": "online"}
 
 
 @dataclass
@@ -328,12 +342,14 @@ class WandbConfig:
 
     def __post_init__(self) -> None:
         check(self.mode in ("", *WANDB_MODES), "wandb.mode", self.mode,
-              f"one of {WANDB_MODES}, or '' (unset: WANDB_MODE / WANDB_DISABLED decide, else offline)")
+              f"one of {WANDB_MODES}, or '' (unset: WANDB_MODE / WANDB_DISABLED decide, "
+              "else offline)")
 
     def resolved_mode(self, environ: dict[str, str] | None = None) -> str:
         """The mode the wandb mirror runs in (the one place it is decided): an explicit
         ``wandb.mode``; else ``WANDB_MODE`` from the environment; else ``disabled`` when
-        ``WANDB_DISABLED`` is true, 1 or yes; else ``offline``. ``environ`` defaults to os.environ."""
+        ``WANDB_DISABLED`` is true, 1 or yes; else ``offline``.
+        ``environ`` defaults to os.environ."""
         if self.mode:
             return self.mode
         if environ is None:
@@ -342,8 +358,8 @@ class WandbConfig:
             environ = os.environ
         if env_mode := environ.get("WANDB_MODE", "").strip().lower():
             if env_mode not in WANDB_ENV_MODES:
-                raise ConfigError(f"WANDB_MODE={environ['WANDB_MODE']!r} (environment) is invalid: expected "
-                                  f"one of {tuple(WANDB_ENV_MODES)}, or set wandb.mode")
+                raise ConfigError(f"WANDB_MODE={environ['WANDB_MODE']!r} (environment) is invalid: "
+                                  f"expected one of {tuple(WANDB_ENV_MODES)}, or set wandb.mode")
             return WANDB_ENV_MODES[env_mode]
         if environ.get("WANDB_DISABLED", "").strip().lower() in ("true", "1", "yes"):
             return "disabled"
@@ -410,16 +426,18 @@ def run_name(cfg: DictConfig) -> str:
     (no checks here: a bad value is reported by :func:`to_objects` with its key)."""
     task_cls = plugin("playground.tasks", cfg.task.name, "task.name")
     difficulty = "_".join(f"{k}{_label(cfg.task[k])}" for k in task_cls.Config.difficulty_keys)
-    mixer = plugin("playground.mixers", cfg.model.mixer.name, "model.mixer.name").Config.tag(cfg.model.mixer)
+    mixer = plugin("playground.mixers", cfg.model.mixer.name,
+                   "model.mixer.name").Config.tag(cfg.model.mixer)
     canon = CanonConfig.tag(cfg.model.canon)
     body = "" if cfg.model.mlp == "swiglu" else f"mlp{cfg.model.mlp}"
-    parts = [cfg.task.preset, difficulty, cfg.model.size.replace("/", "-"), body, mixer, f"canon-{canon}",
-             f"lr{cfg.train.lr:g}", f"s{cfg.seed}"]
+    parts = [cfg.task.preset, difficulty, cfg.model.size.replace("/", "-"), body, mixer,
+             f"canon-{canon}", f"lr{cfg.train.lr:g}", f"s{cfg.seed}"]
     return "_".join(p for p in parts if p)
 
 
 # (config group, entry-point group, package of its node) of the plug-in kinds
-PLUGIN_GROUPS = (("task", "playground.tasks", "task"), ("mixer", "playground.mixers", "model.mixer"))
+PLUGIN_GROUPS = (("task", "playground.tasks", "task"),
+                 ("mixer", "playground.mixers", "model.mixer"))
 
 
 def register() -> None:
@@ -473,7 +491,8 @@ def _unknown_keys(node, obj, prefix: str = "") -> list[str]:
     names = {f.name for f in dataclasses.fields(obj)}
     out = []
     for key, value in node.items():
-        out += [prefix + key] if key not in names else _unknown_keys(value, getattr(obj, key), f"{prefix}{key}.")
+        out += ([prefix + key] if key not in names
+                else _unknown_keys(value, getattr(obj, key), f"{prefix}{key}."))
     return out
 
 
@@ -533,22 +552,25 @@ def plugin_overrides(args: list[str]) -> list[str]:
 
 
 def check_group_options(args: list[str]) -> None:
-    """Refuse a command-line ``group=option`` naming no option of a config group (``task=depo_tny``),
-    with the nearest option, before Hydra composes anything (its own message lists every option
-    over many lines). Sweeps (``a,b``) and interpolations are left to Hydra, and so are Hydra's
-    own groups (``hydra/launcher=joblib``: its plug-ins add options that conf/ does not hold)."""
+    """Refuse a command-line ``group=option`` naming no option of a config group
+    (``task=depo_tny``), with the nearest option, before Hydra composes anything (its own message
+    lists every option over many lines). Sweeps (``a,b``) and interpolations are left to Hydra, and
+    so are Hydra's own groups (``hydra/launcher=joblib``:
+    its plug-ins add options that conf/ does not hold)."""
     register()
     store = ConfigStore.instance().repo
     for arg in args:
         group, sep, name = arg.lstrip("+~").partition("=")
-        if not sep or not (CONF_DIR / group).is_dir() or not name or any(c in name for c in ",${}[]()"):
+        if (not sep or not (CONF_DIR / group).is_dir() or not name
+                or any(c in name for c in ",${}[]()")):
             continue
         if group.startswith("hydra/"):
             continue
         options = sorted({p.stem for p in (CONF_DIR / group).glob("*.yaml")}
                          | {n.removesuffix(".yaml") for n in store.get(group, {})})
         if name not in options:
-            message = _missing_option(f"Could not find '{group}/{name}'\n\nAvailable options in '{group}':\n"
+            message = _missing_option(f"Could not find '{group}/{name}'\n\n"
+                                      f"Available options in '{group}':\n"
                                       + "\n".join(f"\t{o}" for o in options))
             raise ConfigError(message)
 
@@ -556,14 +578,17 @@ def check_group_options(args: list[str]) -> None:
 def _missing_option(message: str) -> str | None:
     """Hydra's "Could not find 'group/name'" (and its list of every option) as one line with the
     nearest option."""
-    found = re.search(r"Could not find '([^'/]+)/([^']+)'.*?Available options in '[^']+':\n(.*?)(?:\n\S|$)",
+    found = re.search(r"Could not find '([^'/]+)/([^']+)'.*?Available options in '[^']+':\n"
+                      r"(.*?)(?:\n\S|$)",
                       message, re.S)
     if not found:
         return None
     group, name, listing = found.groups()
-    options = [o.strip() for o in listing.splitlines() if o.strip() and not o.strip().endswith("_schema")]
+    options = [o.strip() for o in listing.splitlines()
+               if o.strip() and not o.strip().endswith("_schema")]
     near = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
-    return (f"{group}={name} is not an option of {group}" + (f"; did you mean {group}={near[0]}?" if near else "")
+    return (f"{group}={name} is not an option of {group}"
+            + (f"; did you mean {group}={near[0]}?" if near else "")
             + f" (options: {', '.join(options)})")
 
 
@@ -616,7 +641,8 @@ def from_container(data: dict) -> Config:
     data = upgrade(dict(data))
     data.pop("hydra", None)
     schema = OmegaConf.structured(Config)
-    schema.task = OmegaConf.structured(plugin("playground.tasks", data["task"]["name"], "task.name").Config)
+    schema.task = OmegaConf.structured(plugin("playground.tasks", data["task"]["name"],
+                                              "task.name").Config)
     schema.model.mixer = OmegaConf.structured(
         plugin("playground.mixers", data["model"]["mixer"]["name"], "model.mixer.name").Config)
     return to_objects(OmegaConf.merge(schema, data))

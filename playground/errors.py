@@ -10,7 +10,8 @@ import contextlib
 import contextvars
 from typing import Any
 
-_problems: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("problems", default=None)
+_problems: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "problems", default=None)
 
 
 class ConfigError(ValueError):

@@ -37,7 +37,8 @@ def task_from(*overrides: str):
     return build_task(to_objects(compose(list(overrides))).task)
 
 
-def assert_causal(model, vocab_size: int, length: int = 16, t: int = 9, seed: int = 0, exact: bool = True):
+def assert_causal(model, vocab_size: int, length: int = 16, t: int = 9, seed: int = 0,
+                  exact: bool = True):
     """Changing token t changes no logit before t (and does change some at t or after); returns
     the ids and their logits."""
     ids = torch.randint(0, vocab_size, (2, length), generator=torch.Generator().manual_seed(seed))

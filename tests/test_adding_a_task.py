@@ -35,7 +35,8 @@ def install(site: Path) -> dict:
     toml = (EXAMPLE / "pyproject.toml").read_text()
     entry = next(line for line in toml.splitlines() if line.startswith("reverse = "))
     (meta / "entry_points.txt").write_text(f"[playground.tasks]\n{entry.replace(chr(34), '')}\n")
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    return {**os.environ,
+            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +52,13 @@ def test_no_file_of_ours_names_the_task():
 
 
 def test_reverse_answers_recomputed(env):
-    code = ("from playground.config import compose, to_objects\nfrom playground.tasks import build_task\n"
+    code = ("from playground.config import compose, to_objects\n"
+            "from playground.tasks import build_task\n"
             "task = build_task(to_objects(compose(['task=reverse'])).task)\n"
-            "import json; print(json.dumps([task.vocab.decode(task.example('train', i).tokens) for i in range(20)]))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            "import json; print(json.dumps([task.vocab.decode(task.example('train', i).tokens) for "
+            "i in range(20)]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
     for text in json.loads(out.stdout):
         pieces = text.split()
         a = pieces.index("<ans>")
@@ -64,23 +68,28 @@ def test_reverse_answers_recomputed(env):
 def test_trains_and_evaluates_end_to_end(env, tmp_path):
     run_dir = tmp_path / "run"
     train = subprocess.run(
-        [sys.executable, "-m", "playground.run.train", "task=reverse", "task.N=6", "task.eval_size=32",
-         "size=2L64D", "train.steps=150", "train.batch_size=16", "train.lr=3e-3", "train.warmup_steps=10",
+        [sys.executable, "-m", "playground.run.train", "task=reverse", "task.N=6",
+         "task.eval_size=32", "size=2L64D", "train.steps=150", "train.batch_size=16",
+         "train.lr=3e-3", "train.warmup_steps=10",
          "train.eval_every=0", "train.device=cpu", "train.progress=false", "wandb.mode=disabled",
          f"out_dir={run_dir}"], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert train.returncode == 0, train.stderr[-3000:]
     summary = runs.read_json(run_dir / "summary.json")
     assert summary["status"] == "finished" and summary["record"]["task"]["family"] == "reverse"
-    losses = [r["loss"] for r in runs.MetricsLog(run_dir / "metrics.jsonl").records() if r["split"] == "train"]
+    losses = [r["loss"] for r in runs.MetricsLog(run_dir / "metrics.jsonl").records()
+              if r["split"] == "train"]
     assert np.mean(losses[-3:]) < 0.5 * np.mean(losses[:3])
     assert summary["metrics"]["tok_acc"] > 0.5
-    evaluate = subprocess.run([sys.executable, "-m", "playground.run.evaluate", str(run_dir), "device=cpu"],
+    evaluate = subprocess.run([sys.executable, "-m", "playground.run.evaluate", str(run_dir),
+                               "device=cpu"],
                               env=env, capture_output=True, text=True)
     assert evaluate.returncode == 0, evaluate.stderr[-3000:]
     assert runs.read_json(run_dir / "eval.json")["metrics"] == summary["metrics"]
 
 
 def test_without_the_package_the_task_is_unknown(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "playground.run.train", "task=reverse", "wandb.mode=disabled",
+    out = subprocess.run([sys.executable, "-m", "playground.run.train", "task=reverse",
+                          "wandb.mode=disabled",
                           f"out_dir={tmp_path / 'x'}"], capture_output=True, text=True)
-    assert out.returncode != 0 and "task=reverse is not an option of task" in out.stderr + out.stdout
+    assert (out.returncode != 0
+            and "task=reverse is not an option of task" in out.stderr + out.stdout)

@@ -39,7 +39,8 @@ def imports() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                          else node.module
                           for a in node.names}
         graph[name] = {m for m in found if m in modules and m != name}
     return graph
@@ -70,13 +71,15 @@ def test_no_import_cycle():
 
 def test_imports_flow_downwards():
     graph = imports()
-    assert all(level(m) >= 0 for m in graph if m != "playground"), [m for m in graph if level(m) < 0]
+    assert all(level(m) >= 0 for m in graph
+               if m != "playground"), [m for m in graph if level(m) < 0]
     upward = [f"{m} -> {d}" for m, deps in graph.items() for d in deps if level(d) > level(m) >= 0]
     assert not upward, upward
 
 
 def test_top_level_modules():
-    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "cli.py", "config.py", "errors.py",
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "cli.py", "config.py",
+                                                            "errors.py",
                                                            "model.py"]
 
 
@@ -93,11 +96,14 @@ def test_wheel_ships_conf_sweeps_and_every_module(tmp_path):
     (wheel,) = tmp_path.glob("canon_playground-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for folder, pattern in (("conf", "**/*.yaml"), ("sweeps", "*.yaml")):
-        files = {f"playground/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).glob(pattern)}
+        files = {f"playground/{folder}/{p.relative_to(ROOT / folder)}"
+                 for p in (ROOT / folder).glob(pattern)}
         assert files and files <= names, sorted(files - names)
     modules = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")}
-    data = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*") if p.suffix in (".json", ".txt", ".csv", ".js", ".css")}
-    assert {"playground/report/site/app.js", "playground/report/site/style.css"} <= data  # the results browser
+    data = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*")
+            if p.suffix in (".json", ".txt", ".csv", ".js", ".css")}
+    # the results browser
+    assert {"playground/report/site/app.js", "playground/report/site/style.css"} <= data
     assert modules | data <= names, sorted((modules | data) - names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -119,14 +125,15 @@ def tools() -> dict:
     from playground.run.evaluate import main as evaluate
     from playground.sweep.cli import main as sweep
 
-    return {"playground-data": (data, ["show", "dump", "stats"]), "playground-report": (report, ["heatmap", "depth", "table", "site"]),
+    return {"playground-data": (data, ["show", "dump", "stats"]),
+            "playground-report": (report, ["heatmap", "depth", "table", "site"]),
             "playground-bench": (bench, ["params", "train", "table", "canon", "data", "generate"]),
-            "playground-grammar": (grammar, ["sample", "check", "random"]), "playground-sweep": (sweep, []),
-            "playground-eval": (evaluate, [])}
+            "playground-grammar": (grammar, ["sample", "check", "random"]),
+            "playground-sweep": (sweep, []), "playground-eval": (evaluate, [])}
 
 
-@pytest.mark.parametrize("tool", ["playground-data", "playground-report", "playground-bench", "playground-grammar",
-                                  "playground-sweep", "playground-eval"])
+@pytest.mark.parametrize("tool", ["playground-data", "playground-report", "playground-bench",
+                                  "playground-grammar", "playground-sweep", "playground-eval"])
 def test_every_command_has_help_with_its_subcommands_and_examples(tool, capsys):
     main, subcommands = tools()[tool]
     for argv in [["--help"]] + [[sub, "--help"] for sub in subcommands[:1]]:
@@ -144,7 +151,8 @@ def test_train_help_lists_groups_examples_and_seeds():
 
 
 @pytest.mark.parametrize("argv,key", [
-    (["playground-data", "dump", "task=depo1", "seed=7", "out=x.jsonl"], "seed"),  # the data seed is task.seed
+    # the data seed is task.seed
+    (["playground-data", "dump", "task=depo1", "seed=7", "out=x.jsonl"], "seed"),
     (["playground-data", "show", "train.lr=1"], "train.lr"),
     (["playground-report", "table", ".", "metric=kl"], "metric"),
     (["playground-bench", "params", "task=depo1"], "task"),
@@ -164,19 +172,23 @@ def test_an_argument_the_command_does_not_use_is_an_error(argv, key, tmp_path, m
 def test_a_run_records_what_it_is(make_cfg, tmp_path):
     from playground.run.train import run
 
-    summary = run(make_cfg("task=depo_tiny", "mixer=rope_quarter", "canon=AC", "model.canon.residual=false",
-                           "size=2L64D", "train.steps=2", "train.warmup_steps=0", "train.eval_every=0",
+    summary = run(make_cfg("task=depo_tiny", "mixer=rope_quarter", "canon=AC",
+                           "model.canon.residual=false", "size=2L64D", "train.steps=2",
+                           "train.warmup_steps=0", "train.eval_every=0",
                            "task.eval_size=8", "panel=mine", "variant=quarter_ac", "seed=3"))
     record = summary["record"]
     assert record["task"] | {"difficulty": None} == record["task"] | {
-        "family": "depo", "preset": "depo_tiny", "panel": "mine", "row": "N=16", "metric": "acc_at_K",
+        "family": "depo", "preset": "depo_tiny", "panel": "mine", "row": "N=16",
+        "metric": "acc_at_K",
         "metric2": "acc_at_K2", "depth_metric": "acc_k", "heatmap": True, "difficulty": None}
     assert record["task"]["difficulty"] == {"N": 16, "K": 2}
     assert record["arch"]["mixer"] == "attention" and record["arch"]["position"] == "rope0.25"
     assert record["arch"]["rope_fraction"] == 0.25 and record["arch"]["mlp"] == "swiglu"
     assert record["canon"]["positions"] == "AC" and record["canon"]["residual"] is False
-    assert record["size"] == {"label": "2L64D", "layers": 2, "blocks": 2, "width": 64, "heads": 1, "head_dim": 64}
-    assert record["sweep"]["variant"] == "quarter_ac" and record["seed"] == 3 and record["lr"] == 3e-3
+    assert record["size"] == {"label": "2L64D", "layers": 2, "blocks": 2, "width": 64, "heads": 1,
+                              "head_dim": 64}
+    assert (record["sweep"]["variant"] == "quarter_ac" and record["seed"] == 3
+            and record["lr"] == 3e-3)
     # the commit, and whether the tracked files differed from it (recomputed with git diff)
     import subprocess
 
@@ -185,7 +197,8 @@ def test_a_run_records_what_it_is(make_cfg, tmp_path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
     if head.returncode == 0:
         diff = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=repo)
-        assert summary["git_sha"] == head.stdout.strip() and summary["git_dirty"] == (diff.returncode == 1)
+        assert (summary["git_sha"] == head.stdout.strip()
+                and summary["git_dirty"] == (diff.returncode == 1))
     else:
         assert summary["git_sha"] is None and summary["git_dirty"] is None
 
@@ -199,8 +212,8 @@ def test_old_run_configs_upgrade_to_todays_schema():
     seen = {}
     for path in fixture.glob("*mamba2*/config.yaml"):
         cfg = from_container(OmegaConf.to_container(OmegaConf.load(path)))
-        seen[path.parent.name.split("_2L64D_")[1]] = (cfg.model.mixer.conv, cfg.model.canon.positions,
-                                                      cfg.model.canon.residual)
+        seen[path.parent.name.split("_2L64D_")[1]] = (
+            cfg.model.mixer.conv, cfg.model.canon.positions, cfg.model.canon.residual)
     assert seen == {"mlpnone_mamba2_canon-none_lr0.003_s0": ("conv1d", "", True),
                     "mlpnone_mamba2-noconv1d_canon-none_lr0.003_s0": ("none", "", True),
                     "mlpnone_mamba2-canonAB-nores_canon-none_lr0.003_s0": ("none", "AB", False),
@@ -228,7 +241,8 @@ def test_old_run_configs_say_how_they_were_packed(tmp_path):
         assert run_record(cfg)["task"]["packing"] == "aligned"
     assert {"lano", "depo", "mano"} <= families
     for preset, refused in (("depo_tiny", False), ("cfg3f", True)):
-        new = OmegaConf.to_container(compose([f"task={preset}", f"out_dir={tmp_path / preset}"]), resolve=True)
+        new = OmegaConf.to_container(compose([f"task={preset}", f"out_dir={tmp_path / preset}"]),
+                                     resolve=True)
         old = {**new, "data": {k: v for k, v in new["data"].items() if k != "packing"}}
         (tmp_path / preset).mkdir()
         (tmp_path / preset / "config.yaml").write_text(OmegaConf.to_yaml(old))

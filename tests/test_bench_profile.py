@@ -30,8 +30,10 @@ def test_profile_lists_the_steps_operators_by_their_own_time(tmp_path, capsys):
         assert times == sorted(times, reverse=True) and times[-1] >= 0 and times[0] > 0
         assert all(e["calls_per_step"] > 0 for e in r["top"])
         assert 0 < sum(e["share"] for e in r["top"]) <= 1 + 1e-9
-        assert r["tokens_per_s"] * r["step_s"] == pytest.approx(2 * CONTEXT)  # batch 2 of the task's context
-        assert any(e["name"] in ("aten::mm", "aten::addmm", "aten::bmm") for e in r["top"])  # the projections
+        # batch 2 of the task's context
+        assert r["tokens_per_s"] * r["step_s"] == pytest.approx(2 * CONTEXT)
+        # the projections
+        assert any(e["name"] in ("aten::mm", "aten::addmm", "aten::bmm") for e in r["top"])
     # the profile is of the config asked for: Canon's depthwise convolutions, forward and backward,
     # appear with Canon only
     conv = [e["name"] for e in canon["top"] if "convolution" in e["name"]]
@@ -46,7 +48,8 @@ def test_profile_top_bounds_the_list(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra,key", [(["top=0"], "top=0"), (["steps=x"], "steps='x'"),
-                                       (["data=disk"], "data"), (["train.no_such_key=1"], "no_such_key")])
+                                       (["data=disk"], "data"),
+                                       (["train.no_such_key=1"], "no_such_key")])
 def test_profile_refuses_bad_input_before_measuring(monkeypatch, capsys, extra, key):
     monkeypatch.setattr(measure, "build_task", lambda *a, **k: pytest.fail("built before checking"))
     with pytest.raises(SystemExit):

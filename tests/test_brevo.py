@@ -72,7 +72,8 @@ def test_structure_and_answer_recomputed(preset, split):
         assert 1 <= sources <= (n - 1) // 4 + 1 and sources == ex.meta["sources"]
         order = ex.meta["order"]
         assert len(order) == n and set(order) >= {x for e in edges for x in e}
-        assert all(indeg[v] == 0 for v in order[:sources]) and all(indeg[v] > 0 for v in order[sources:])
+        assert (all(indeg[v] == 0 for v in order[:sources])
+                and all(indeg[v] > 0 for v in order[sources:]))
         pos = {v: i for i, v in enumerate(order)}
         assert all(pos[u] < pos[w] for u, w in edges)
         assert pos[query] >= max(sources, 3 * n // 4) and indeg[query] > 0  # paper: last quarter
@@ -156,7 +157,8 @@ def test_distinct_indices_uniform():
     from playground.tasks.brevo import distinct_indices
 
     rng = np.random.default_rng(0)
-    counts = collections.Counter(tuple(distinct_indices(rng.random(2).tolist(), 5)) for _ in range(20000))
+    counts = collections.Counter(tuple(distinct_indices(rng.random(2).tolist(), 5))
+                                 for _ in range(20000))
     assert len(counts) == 10 and all(len(set(k)) == 2 for k in counts)
     expected = 2000
     chi2 = sum((c - expected) ** 2 / expected for c in counts.values())

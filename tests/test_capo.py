@@ -26,12 +26,14 @@ from playground.tasks.capo_people import capacity_bits, capacity_upper, people
 from playground.tasks.capo_templates import TEMPLATES, detokenize, template_problems, tokenize
 
 DATA = Path(playground.__file__).parent / "tasks" / "data" / "capo_fields"
-MONTHS = "January February March April May June July August September October November December".split()
+MONTHS = ("January February March April May June July August September October "
+          "November December".split())
 MALE, FEMALE = {"He", "he", "his", "him"}, {"She", "she", "her"}
 
 
 def lines(name: str) -> list[str]:
-    return [s.strip() for s in (DATA / f"{name}.txt").read_text(encoding="utf-8").splitlines() if s.strip()]
+    return [s.strip() for s in (DATA / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+            if s.strip()]
 
 
 FIRST, MIDDLE, LAST = lines("first_name"), lines("middle_name"), lines("last_name")
@@ -47,7 +49,8 @@ PATTERNS = [(v, re.compile(rf"(?<![\w'&+-]){re.escape(v)}(?![\w'&+-])"))
 
 def find_values(text: str) -> list[str]:
     """Every field value in ``text``, keeping only matches not inside a longer match."""
-    spans = [(m.start(), m.end(), v) for v, pat in PATTERNS if v in text for m in pat.finditer(text)]
+    spans = [(m.start(), m.end(), v) for v, pat in PATTERNS
+             if v in text for m in pat.finditer(text)]
     spans.sort(key=lambda s: s[0] - s[1])  # longest first
     kept: list[tuple[int, int, str]] = []
     for s in spans:
@@ -76,7 +79,8 @@ def parse_bio(text: str) -> dict[str, str]:
     assert len(values) == 5 and birth_city in CITIES
     month, day, year = dates[0]
     return {"name": f"{first} {middle} {last}", "birth_date": f"{month} {int(day)}, {year}",
-            "birth_city": birth_city, "university": university, "major": major, "employer": employer,
+            "birth_city": birth_city, "university": university, "major": major,
+            "employer": employer,
             "work_city": COMPANY[employer], "pronoun": "he" if subjects[0] == "He" else "she"}
 
 
@@ -90,7 +94,8 @@ def test_templates_obey_the_measurement_rules():
     assert all(len(v) >= 20 for v in TEMPLATES.values())
     bad = {**TEMPLATES, "major": (*TEMPLATES["major"], "{S} was born in the city of {X}.")}
     assert any("continues differently" in p for p in template_problems(bad))
-    assert any("must start with" in p for p in template_problems({**TEMPLATES, "major": ("{X} is {S}.",) * 20}))
+    assert any("must start with" in p
+               for p in template_problems({**TEMPLATES, "major": ("{X} is {S}.",) * 20}))
 
 
 def test_people_unique_deterministic_and_prefix_stable(task):
@@ -98,7 +103,8 @@ def test_people_unique_deterministic_and_prefix_stable(task):
     names = set(zip(pop["first"].tolist(), pop["middle"].tolist(), pop["last"].tolist()))
     assert len(names) == task.cfg.N
     big = people(0, np.arange(20_000), task.fields)
-    assert len(set(zip(big["first"].tolist(), big["middle"].tolist(), big["last"].tolist()))) == 20_000
+    assert (len(set(zip(big["first"].tolist(), big["middle"].tolist(), big["last"].tolist())))
+            == 20_000)
     for k, col in pop.items():  # person i is the same in every population containing it
         assert (big[k][: task.cfg.N] == col).all()
     other = people(1, np.arange(20_000), task.fields)
@@ -119,7 +125,8 @@ def test_deterministic_pure_functions(task):
         assert a.tokens.tobytes() == b.tokens.tobytes() and a.meta == b.meta
     assert task.example("eval", 7).tokens.tobytes() != task.example("test", 7).tokens.tobytes()
     for i in (0, 17, 299):  # one person alone equals its row of the whole population
-        assert {k: int(v[0]) for k, v in people(0, np.array([i]), task.fields).items()} == task.person(i)
+        assert ({k: int(v[0]) for k, v in people(0, np.array([i]), task.fields).items()}
+                == task.person(i))
     shifted = task_from("task=capo_tiny", "task.N=300", "task.seed=1")
     assert shifted.facts(0) != task.facts(0)
 
@@ -133,13 +140,17 @@ def test_biographies_state_exactly_the_persons_facts(task, split):
         p = task.person(ex.meta["person"])
         assert facts["name"] == f"{FIRST[p['first']]} {MIDDLE[p['middle']]} {LAST[p['last']]}"
         assert facts["birth_date"] == f"{MONTHS[p['month']]} {p['day'] + 1}, {1900 + p['year']}"
-        assert facts["birth_city"] == CITIES[p["city"]] and facts["university"] == UNIS[p["university"]]
-        assert facts["major"] == MAJORS[p["major"]] and facts["employer"] == list(COMPANY)[p["company"]]
+        assert (facts["birth_city"] == CITIES[p["city"]]
+                and facts["university"] == UNIS[p["university"]])
+        assert (facts["major"] == MAJORS[p["major"]]
+                and facts["employer"] == list(COMPANY)[p["company"]])
         assert facts["pronoun"] == ("he", "she")[p["pronoun"]] and facts == ex.meta["facts"]
         pieces = [task.vocab.pieces[t] for t in ex.tokens.tolist()]
         for key, (s, e) in ex.meta["spans"].items():  # the spans the eval scores hold the values
-            assert detokenize(pieces[s:e]) == (facts[key].capitalize() if key == "pronoun" else facts[key])
-        assert text.startswith(facts["name"] + " ") and ex.loss_mask.tolist() == [False] + [True] * (len(ex) - 1)
+            assert detokenize(pieces[s:e]) == (facts[key].capitalize() if key == "pronoun"
+                                               else facts[key])
+        assert (text.startswith(facts["name"] + " ")
+                and ex.loss_mask.tolist() == [False] + [True] * (len(ex) - 1))
 
 
 def test_pronoun_is_the_first_gendered_word(task):
@@ -153,7 +164,8 @@ def test_pronoun_is_the_first_gendered_word(task):
 def expected_sentence(template: str, facts: dict[str, str], first: bool) -> str:
     """A template filled in by plain string replacement (the renderer works on token ids)."""
     she = facts["pronoun"] == "she"
-    forms = {"{S}": facts["name"] if first else ("She" if she else "He"), "{he}": "she" if she else "he",
+    forms = {"{S}": facts["name"] if first else ("She" if she else "He"),
+             "{he}": "she" if she else "he",
              "{his}": "her" if she else "his", "{him}": "her" if she else "him"}
     for slot, word in forms.items():
         template = template.replace(slot, word)
@@ -162,7 +174,8 @@ def expected_sentence(template: str, facts: dict[str, str], first: bool) -> str:
 
 def test_sentences_follow_their_templates_fresh_for_every_exposure(task):
     N, E = task.cfg.N, task.cfg.E
-    texts, drawn, orders = collections.defaultdict(set), collections.Counter(), collections.Counter()
+    texts, drawn, orders = (collections.defaultdict(set), collections.Counter(),
+                            collections.Counter())
     for k in range(N * E):
         ex = task.example("train", k)
         text, facts = task.text(ex.tokens), ex.meta["facts"]
@@ -171,13 +184,15 @@ def test_sentences_follow_their_templates_fresh_for_every_exposure(task):
         for j, ((kind, t), sentence) in enumerate(zip(ex.meta["sentences"], sentences)):
             template = TEMPLATES[kind][t]
             assert sentence == expected_sentence(template, {**facts, "kind": facts[kind]}, j == 0)
-            assert j > 0 or not re.search(r"\{h(e|is|im)\}", template)  # no pronoun before sentence 2
+            # no pronoun before sentence 2
+            assert j > 0 or not re.search(r"\{h(e|is|im)\}", template)
             drawn[kind, t] += 1
         texts[ex.meta["person"]].add(text)
         orders[tuple(kind for kind, _ in ex.meta["sentences"])] += 1
     assert all(len(v) == E for v in texts.values())  # E distinct renderings of every person
     assert len(drawn) == sum(len(v) for v in TEMPLATES.values())  # every template is drawn
-    assert len(orders) == 120 and all(o.index("work_city") == o.index("employer") + 1 for o in orders)
+    assert len(orders) == 120 and all(o.index("work_city") == o.index("employer") + 1
+                                      for o in orders)
 
 
 def test_each_person_exactly_E_times_in_the_stream():
@@ -222,7 +237,8 @@ def test_tokenizer_round_trips_every_biography_and_value(task):
         assert task.vocab.ids(tokenize(text)) == ex.tokens[1:].tolist()
         assert detokenize(tokenize(text)) == text
     for value in (*CITIES, *UNIS, *MAJORS, *COMPANY, *COMPANY.values(), *FIRST, *LAST):
-        assert detokenize(tokenize(value)) == value and all(w in task.vocab.index for w in tokenize(value))
+        assert detokenize(tokenize(value)) == value and all(w in task.vocab.index
+                                                            for w in tokenize(value))
 
 
 def test_bits_formula():
@@ -267,7 +283,8 @@ def trie(candidates) -> tuple[dict, collections.Counter]:
     return nxt, ends
 
 
-def trie_rows(ex, span, candidates: tuple[dict, collections.Counter], V: int) -> dict[int, torch.Tensor]:
+def trie_rows(ex, span, candidates: tuple[dict, collections.Counter],
+              V: int) -> dict[int, torch.Tensor]:
     """Log-probs that spread the mass uniformly over the candidates (token tuples, as a
     :func:`trie`), token by token along the example's value, then 'the value ends here'."""
     (s, e), (children, ends) = span, candidates
@@ -331,10 +348,12 @@ def test_evaluate_gives_the_upper_bound_and_zero(small, prior):
     N = task.cfg.N
     if prior:  # knows only the lists: p1 = ln N0, p2 = ln S0, so 0 bits
         assert m["p1"] == pytest.approx(math.log(400 * 400 * 1000), rel=1e-6)
-        assert m["p2"] == pytest.approx(math.log(2 * 12 * 28 * 200 * 200 * 300 * 100 * 263), rel=1e-6)
+        assert m["p2"] == pytest.approx(math.log(2 * 12 * 28 * 200 * 200 * 300 * 100 * 263),
+                                        rel=1e-6)
         assert m["bits"] == pytest.approx(0, abs=1e-3 * N)
     else:  # knows everyone: p1 = ln N, p2 = 0, every first value token right
-        assert m["p1"] == pytest.approx(math.log(N), rel=1e-6) and m["p2"] == pytest.approx(0, abs=1e-6)
+        assert (m["p1"] == pytest.approx(math.log(N), rel=1e-6)
+                and m["p2"] == pytest.approx(0, abs=1e-6))
         assert m["bits"] == pytest.approx(capacity_upper(N), rel=1e-6) == m["bits_upper"]
         assert m["acc"] == 1.0
     assert m["params_used"] == 1000 + 4 * len(task.used_token_ids())
@@ -347,12 +366,16 @@ def test_evaluate_real_model_and_parameter_count(small):
     m = task.evaluate(model, examples, batch_size=16)
     used = task.used_token_ids()
     # rows used: <bos>, template words, pronouns, and the tokens of the 40 people's values only
-    assert task.vocab.pad not in used and task.vocab.bos in used and len(used) < len(task.vocab) - 500
-    expected = sum(p.numel() for n, p in model.named_parameters() if not n.startswith("embed.")) + 64 * len(used)
-    assert m["params_used"] == expected and m["bits_per_param"] == pytest.approx(m["bits"] / expected)
+    assert (task.vocab.pad not in used and task.vocab.bos in used
+            and len(used) < len(task.vocab) - 500)
+    expected = (sum(p.numel() for n, p in model.named_parameters() if not n.startswith("embed."))
+                + 64 * len(used))
+    assert (m["params_used"] == expected
+            and m["bits_per_param"] == pytest.approx(m["bits"] / expected))
     assert m["bits"] < 0 and m["acc"] < 0.2 and all(math.isfinite(v) for v in m.values())
     assert m["p2"] == pytest.approx(sum(m[f"p2_{k}"] for k in
-                                        ("birth_date", "birth_city", "university", "major", "employer", "pronoun")))
+                                        ("birth_date", "birth_city", "university", "major",
+                                         "employer", "pronoun")))
 
 
 def test_config_errors_and_size_presets():
@@ -360,7 +383,8 @@ def test_config_errors_and_size_presets():
         with pytest.raises(ConfigError, match=bad.split("=")[0]):
             task_from("task=capo_tiny", bad)
     model = to_objects(compose(["task=capo", "size=capo/4-3"])).model  # the group path works
-    assert (model.size, model.n_layers, model.d_model, model.tie_embeddings) == ("capo/4-3", 4, 192, True)
+    assert ((model.size, model.n_layers, model.d_model, model.tie_embeddings)
+            == ("capo/4-3", 4, 192, True))
     presets = sorted((CONF_DIR / "size" / "capo").glob("*.yaml"))
     assert len(presets) >= 10
     for path in presets:  # l-h: l layers, width 64h, head dim 64, tied embeddings
@@ -368,4 +392,5 @@ def test_config_errors_and_size_presets():
         text = path.read_text()
         assert text.startswith("# @package model\n")
         assert OmegaConf.create(text) == {"size": f"capo/{path.stem}", "n_layers": layers,
-                                          "d_model": 64 * heads, "head_dim": 64, "tie_embeddings": True}
+                                          "d_model": 64 * heads, "head_dim": 64,
+                                          "tie_embeddings": True}

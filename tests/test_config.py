@@ -14,7 +14,8 @@ PRESETS = [(g, p.stem) for g in GROUPS for p in sorted((CONF_DIR / g).glob("*.ya
 
 
 # presets that only make sense together with another group's choice
-PAIRED = {("model", "mamba2"): ["mixer=mamba2", "canon=none"], ("model", "mamba2_mlp"): ["mixer=mamba2"]}
+PAIRED = {("model", "mamba2"): ["mixer=mamba2", "canon=none"],
+          ("model", "mamba2_mlp"): ["mixer=mamba2"]}
 
 
 @pytest.mark.parametrize("group,name", PRESETS)
@@ -47,12 +48,16 @@ def test_keys_no_schema_has_are_refused_with_the_nearest_key():
     from playground.config import check_group_options, compose, to_objects
     from playground.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"train\.step is not a config key; did you mean train\.steps\?"):
+    with pytest.raises(ConfigError,
+                       match=r"train\.step is not a config key; did you mean train\.steps\?"):
         to_objects(compose(["+train.step=50"]))
-    with pytest.raises(ConfigError, match=r"model\.canon\.kernal .* did you mean model\.canon\.kernel\?"):
+    with pytest.raises(ConfigError,
+                       match=r"model\.canon\.kernal .* did you mean model\.canon\.kernel\?"):
         to_objects(compose(["+model.canon.kernal=3"]))
-    with pytest.raises(ConfigError, match=r"task=depo_tny is not an option of task; did you mean task=depo_tiny\?"):
+    with pytest.raises(ConfigError, match=r"task=depo_tny is not an option of task; "
+                                          r"did you mean task=depo_tiny\?"):
         check_group_options(["task=depo_tny"])
     with pytest.raises(ConfigError, match=r"did you mean task=depo_tiny\?"):
         compose(["task=depo_tny"])
-    check_group_options(["task=depo_tiny", "mixer=rope,nope", "train.lr=1e-3", "size=8L512D"])  # fine
+    check_group_options(["task=depo_tiny", "mixer=rope,nope", "train.lr=1e-3",
+                         "size=8L512D"])  # fine

@@ -177,7 +177,8 @@ def test_stream_windows_cut_the_concatenated_examples():
     task = task_from(*TASK)
     exs, follow = examples_of(task, 0, 40), task.example("train", 40)
     tokens, mask, segments = pack_stream(exs, 128, task.vocab.pad, follow)
-    flat, flat_mask = np.concatenate([ex.tokens for ex in exs]), np.concatenate([ex.loss_mask for ex in exs])
+    flat, flat_mask = (np.concatenate([ex.tokens for ex in exs]),
+                       np.concatenate([ex.loss_mask for ex in exs]))
     n = len(flat)
     assert n % 128 and tokens.shape == mask.shape == segments.shape == (-(-n // 128), 128)
     assert (tokens.ravel()[:n] == flat).all() and (mask.ravel()[:n] == flat_mask).all()
@@ -185,7 +186,8 @@ def test_stream_windows_cut_the_concatenated_examples():
     tail = slice(n + 1, None)
     assert (tokens.ravel()[tail] == task.vocab.pad).all() and not mask.ravel()[tail].any()
     assert (segments.ravel()[tail] == -1).all() and (segments[:-1] >= 0).all()
-    starts = set(np.cumsum([len(ex) for ex in exs]).tolist())  # global positions where an example starts
+    # global positions where an example starts
+    starts = set(np.cumsum([len(ex) for ex in exs]).tolist())
     for w, row in enumerate(segments):
         assert row[0] == 0
         for p in range(1, 128):
@@ -207,7 +209,8 @@ def test_stream_shard_ends_like_every_example():
         total = sum(len(task.example("train", i)) for i in range(8 * shard, 8 * shard + 8))
         assert tokens.size - (tokens == task.vocab.pad).sum() == total + (total % 512 > 0)
         if total % 512:
-            assert last == bos and mask[-1, used - 1] and segments[-1, used - 1] == segments[-1, used - 2] + 1
+            assert (last == bos and mask[-1, used - 1]
+                    and segments[-1, used - 1] == segments[-1, used - 2] + 1)
         nxt = pack_shard(task, "train", shard + 1, 8)[0]
         assert nxt[0, 0] == bos
 
@@ -230,12 +233,15 @@ def test_count_windows_matches_the_loader(packing):
     task = task_from(*TASK)
     shards = [pack_shard(task, "train", s, 8, packing)[0] for s in range(3)]
     assert count_windows(task, 24, 8, packing) == (sum(len(w) for w in shards), 24)
-    loader = next(Batches(task, sum(len(w) for w in shards), 8, packing=packing))[0].numpy().astype(np.int32)
+    loader = next(Batches(task, sum(len(w) for w in shards), 8,
+                          packing=packing))[0].numpy().astype(np.int32)
     assert loader.tobytes() == np.concatenate(shards).tobytes()
     # a partial last shard: the windows of its examples, packed the same way
     lengths = [len(task.example("train", i)) for i in range(24, 29)]
-    partial = -(-sum(lengths) // 128) if packing == "stream" else len(pack(examples_of(task, 24, 5), 128, 0)[0])
-    assert count_windows(task, 29, 8, packing)[0] == count_windows(task, 24, 8, packing)[0] + partial
+    partial = (-(-sum(lengths) // 128) if packing == "stream"
+               else len(pack(examples_of(task, 24, 5), 128, 0)[0]))
+    assert (count_windows(task, 29, 8, packing)[0]
+            == count_windows(task, 24, 8, packing)[0] + partial)
 
 
 def test_auto_packing_is_the_tasks_own():
@@ -243,13 +249,16 @@ def test_auto_packing_is_the_tasks_own():
 
     lano, depo = task_from("task=cfg3f"), task_from(*TASK)
     assert resolve_packing(lano, "auto") == "stream" and resolve_packing(depo, "auto") == "aligned"
-    assert resolve_packing(lano, "aligned") == "aligned" and resolve_packing(depo, "stream") == "stream"
+    assert (resolve_packing(lano, "aligned") == "aligned"
+            and resolve_packing(depo, "stream") == "stream")
     assert {name: cls.packing for name, cls in plugins("playground.tasks").items()
             if cls.packing != "aligned"} == {"lano": "stream"}
     with pytest.raises(ConfigError, match="data.packing='packed'"):
         resolve_packing(depo, "packed")
-    assert window_stream(lano, 8, 3).tobytes() == window_stream(lano, 8, 3, packing="stream").tobytes()
-    assert window_stream(lano, 8, 3).tobytes() != window_stream(lano, 8, 3, packing="aligned").tobytes()
+    assert (window_stream(lano, 8, 3).tobytes()
+            == window_stream(lano, 8, 3, packing="stream").tobytes())
+    assert (window_stream(lano, 8, 3).tobytes()
+            != window_stream(lano, 8, 3, packing="aligned").tobytes())
 
 
 def test_isolated_stream_windows_equal_separate_forwards():
@@ -266,7 +275,8 @@ def test_isolated_stream_windows_equal_separate_forwards():
     task = task_from(*TASK)
     batch = next(Batches(task, 4, 8, packing="stream"))
     model = build_model(ModelConfig(n_layers=2, d_model=64, head_dim=16, mixer=AttentionConfig(),
-                                    canon=CanonConfig(positions="ABCD")), len(task.vocab), seed=1).eval()
+                                    canon=CanonConfig(positions="ABCD")), len(task.vocab),
+                        seed=1).eval()
     with torch.no_grad():
         packed = model(batch.tokens, segments=batch.segments)
         for row in range(4):
@@ -275,4 +285,5 @@ def test_isolated_stream_windows_equal_separate_forwards():
             for k in seg.unique().tolist():
                 where = (seg == k).nonzero().flatten()
                 alone = model(batch.tokens[row : row + 1, where])
-                torch.testing.assert_close(packed[row : row + 1, where], alone, rtol=1e-5, atol=1e-5)
+                torch.testing.assert_close(packed[row : row + 1, where], alone,
+                                           rtol=1e-5, atol=1e-5)

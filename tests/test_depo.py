@@ -69,7 +69,8 @@ def test_answers_recomputed_from_tokens(preset, split):
             seen.add(w)
             w = succ[w]
         assert len(seen) == n and set(succ.values()) == set(succ)
-        assert len(queries) == min(n, c.queries) and len({q for _, q, _, _ in queries}) == len(queries)
+        assert (len(queries) == min(n, c.queries)
+                and len({q for _, q, _, _ in queries}) == len(queries))
         for (k, q, ans, pos), meta_q in zip(queries, ex.meta["queries"]):
             assert 1 <= k <= c.K
             assert tuple(pieces[p] for p in pos[1:]) == ans
@@ -118,7 +119,8 @@ def test_training_n_distribution():
 
 def test_eval_k_spread_evenly():
     task = task_from("task=depo1_K4")
-    ks = collections.Counter(q["k"] for i in range(8) for q in task.example("eval", i).meta["queries"])
+    ks = collections.Counter(q["k"]
+                             for i in range(8) for q in task.example("eval", i).meta["queries"])
     assert set(ks) == {1, 2, 3, 4} and max(ks.values()) - min(ks.values()) <= 1
 
 

@@ -16,7 +16,8 @@ ARGS = ["wandb.mode=disabled", "train.progress=false", "train.device=cpu", "task
 
 
 def losses(out):
-    return [r["loss"] for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "train"]
+    return [r["loss"] for r in runs.MetricsLog(out / "metrics.jsonl").records()
+            if r["split"] == "train"]
 
 
 @pytest.mark.parametrize("micro", ["0", "2"])
@@ -25,19 +26,23 @@ def test_two_processes_match_one(tmp_path, micro):
     extra = [f"train.micro_batch_size={micro}"]
     subprocess.run([sys.executable, "-m", "playground.run.train", *ARGS, *extra, f"out_dir={one}"],
                    check=True, capture_output=True)
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node=2",
                            "-m", "playground.run.train", *ARGS, *extra, f"out_dir={two}"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert runs.read_json(two / "summary.json")["world_size"] == 2
     a, b = losses(one), losses(two)
     assert len(a) == len(b) == 8, (a, b, proc.stderr[-3000:])
-    assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(a, b)), (a, b, proc.stderr[-3000:])
+    assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x))
+               for x, y in zip(a, b)), (a, b, proc.stderr[-3000:])
     assert len(runs.checkpoint_paths(two / "checkpoints")) == 2
 
 
 def test_batch_not_divisible_by_world_size_is_refused(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           "-m", "playground.run.train", *ARGS, "train.batch_size=5", "train.micro_batch_size=0",
-                           f"out_dir={tmp_path / 'bad'}"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node=2", "-m", "playground.run.train", *ARGS,
+                           "train.batch_size=5", "train.micro_batch_size=0",
+                           f"out_dir={tmp_path / 'bad'}"], capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode != 0 and "train.batch_size" in proc.stderr + proc.stdout

@@ -1,10 +1,10 @@
 """docs/reproducing_figures.md agrees with sweeps/: every ``playground-sweep`` command it shows
 (in code blocks and in backticks) parses as the command parses it and loads (its sweep, scale,
-panels and variants exist; a ``# N runs`` comment is the run count), every ``results/<name>_<scale>``
-folder it names belongs to a sweep and scale, and every sweep file, variant and panel named in its
-tables exists in the sweep files. A sweep file that the page defines itself (a ``yaml`` block
-whose first line is ``# <file>.yaml``) is loaded from a copy. The negative controls add a wrong
-name to a copy of the page and check that it is caught."""
+panels and variants exist; a ``# N runs`` comment is the run count), every
+``results/<name>_<scale>`` folder it names belongs to a sweep and scale, and every sweep file,
+variant and panel named in its tables exists in the sweep files. A sweep file that the page defines
+itself (a ``yaml`` block whose first line is ``# <file>.yaml``) is loaded from a copy. The negative
+controls add a wrong name to a copy of the page and check that it is caught."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def check_command(cmd: str, comment: str, own: dict[str, Path]) -> list[str]:
     pairs = [t for t in tokens if "=" in t and not is_placeholder(t)]
     try:
         args = parse(PROG, COMMAND, [names[0] if names else "NAME", *pairs])
-        args.choice("launcher", LAUNCHERS), args.int("gpus"), args.int("per_gpu", minimum=1), args.flag("dry_run")
+        (args.choice("launcher", LAUNCHERS), args.int("gpus"), args.int("per_gpu", minimum=1),
+         args.flag("dry_run"))
     except ConfigError as err:
         return [*problems, f"{where}: {err}"]
     if not names:  # a template: FIG, NAME or … in place of the sweep
@@ -110,9 +111,11 @@ def check_command(cmd: str, comment: str, own: dict[str, Path]) -> list[str]:
     if scale not in (spec.get("scales") or {}):
         return [*problems, f"{where}: {path.name} has no scale {scale!r}"]
     problems += [f"{where}: {path.name} has no panel {p!r} at scale={scale}"
-                 for p in filter(None, args["panels"].split(",")) if p not in panels_of(spec, scale)]
+                 for p in filter(None, args["panels"].split(","))
+                 if p not in panels_of(spec, scale)]
     problems += [f"{where}: {path.name} has no variant {v!r}"
-                 for v in filter(None, args["variants"].split(",")) if v not in (spec.get("variants") or {})]
+                 for v in filter(None, args["variants"].split(","))
+                 if v not in (spec.get("variants") or {})]
     try:
         runs = load_sweep(path, scale, args["panels"], args.overrides, args["variants"]).runs()
     except ConfigError as err:
@@ -154,9 +157,11 @@ def check_tables(prose: str, sweeps: dict[str, dict]) -> list[str]:
             variants = {v for spec in specs for v in spec.get("variants") or {}}
             panels = set().union(*(panels_of(spec) for spec in specs))
             problems += [f"figures table, {row[0]}: no variant {v!r} in {files}"
-                         for v in INLINE.findall(row[variants_col]) if IDENT.match(v) and v not in variants]
+                         for v in INLINE.findall(row[variants_col])
+                         if IDENT.match(v) and v not in variants]
             problems += [f"figures table, {row[0]}: no panel {p!r} in {files}"
-                         for p in INLINE.findall(row[panels_col]) if IDENT.match(p) and p not in panels]
+                         for p in INLINE.findall(row[panels_col])
+                         if IDENT.match(p) and p not in panels]
     return problems
 
 
@@ -165,7 +170,8 @@ def problems_of(text: str, folder: Path) -> list[str]:
     prose = split(text)[1]
     problems = [p for cmd, comment in commands(text) for p in check_command(cmd, comment, own)]
     problems += check_tables(prose, sweeps)
-    own_specs = {name: read(path.read_text()) for name, path in own.items() if not name.endswith((".yaml", ".yml"))}
+    own_specs = {name: read(path.read_text()) for name, path in own.items()
+                 if not name.endswith((".yaml", ".yml"))}
     for name, scale in RESULTS.findall(text):
         spec = sweeps.get(name) or own_specs.get(name)
         if spec is None or scale not in (spec.get("scales") or {}):
@@ -181,7 +187,8 @@ def problems_of(text: str, folder: Path) -> list[str]:
 
 def test_the_page_names_only_sweeps_scales_panels_and_variants_that_exist(tmp_path):
     text = DOC.read_text()
-    assert len(commands(text)) >= 5 and len(tables(split(text)[1])) >= 2  # the extraction finds them
+    # the extraction finds them
+    assert len(commands(text)) >= 5 and len(tables(split(text)[1])) >= 2
     assert problems_of(text, tmp_path) == []
 
 
@@ -198,10 +205,13 @@ def _insert_row(text: str, row: str) -> str:
 
 
 @pytest.mark.parametrize("edit, wrong", [
-    (lambda t: _insert_row(t, "| `fig4.yaml` | 4 | `llama_rope` | `depo1_K4`, `depo3_K4` | x |"), "depo3_K4"),
-    (lambda t: _insert_row(t, "| `fig4.yaml` | 4 | `llama_nope_canon` | `mano` | x |"), "llama_nope_canon"),
+    (lambda t: _insert_row(t, "| `fig4.yaml` | 4 | `llama_rope` | `depo1_K4`, `depo3_K4` | x |"),
+     "depo3_K4"),
+    (lambda t: _insert_row(t, "| `fig4.yaml` | 4 | `llama_nope_canon` | `mano` | x |"),
+     "llama_nope_canon"),
     (lambda t: _insert_row(t, "| `fig11.yaml` | 11 | `none` | `mano` | x |"), "fig11"),
-    (lambda t: t + "\n```bash\nplayground-sweep fig7 scale=mini panels=depo1_K8 dry_run=true\n```\n", "depo1_K8"),
+    (lambda t: t + "\n```bash\nplayground-sweep fig7 scale=mini panels=depo1_K8 dry_run=true\n"
+                   "```\n", "depo1_K8"),
     (lambda t: t + "\n`playground-sweep fig4 scale=cpu panels=lano`\n", "lano"),
     (lambda t: t + "\n`playground-sweep nope scale=cpu variants=rope`\n", "rope"),
     (lambda t: t + "\n`playground-sweep gdn scale=paper`\n", "paper"),

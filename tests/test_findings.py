@@ -48,7 +48,8 @@ def test_an_effect_within_binomial_noise_is_inconclusive():
     out = fnd.compare([0.50, 0.50, 0.50], [0.53, 0.53, 0.53], 64, 64)
     assert out["verdict"] == "inconclusive" and out["low"] < 0 < out["high"]
     # the same margin with 100,000 questions a seed is beyond the eval's noise
-    assert fnd.compare([0.50, 0.50, 0.50], [0.53, 0.53, 0.53], 100_000, 100_000)["verdict"] == "holds"
+    assert fnd.compare([0.50, 0.50, 0.50], [0.53, 0.53, 0.53], 100_000,
+                       100_000)["verdict"] == "holds"
 
 
 def test_a_seed_spread_wider_than_the_margin_is_inconclusive():
@@ -59,7 +60,8 @@ def test_both_sides_at_chance():
     out = fnd.compare([0.05, 0.06, 0.07], [0.08, 0.075, 0.085], 512, 512, chance=1 / 23)
     assert out["verdict"] == "at chance"
     # one side above the band is not at chance
-    assert fnd.compare([0.05, 0.06, 0.07], [0.4, 0.5, 0.45], 512, 512, chance=1 / 23)["verdict"] == "holds"
+    assert fnd.compare([0.05, 0.06, 0.07], [0.4, 0.5, 0.45], 512, 512,
+                       chance=1 / 23)["verdict"] == "holds"
 
 
 def test_lower_is_better_turns_the_margin():
@@ -68,9 +70,11 @@ def test_lower_is_better_turns_the_margin():
 
 
 def test_sameness_within_and_beyond_the_tolerance():
-    same = fnd.compare([0.96, 0.97, 0.965], [0.97, 0.965, 0.968], 1280, 1280, expect="same", tolerance=0.05)
+    same = fnd.compare([0.96, 0.97, 0.965], [0.97, 0.965, 0.968], 1280, 1280, expect="same",
+                       tolerance=0.05)
     assert same["verdict"] == "holds"
-    far = fnd.compare([0.41, 0.45, 0.43], [0.07, 0.07, 0.071], 512, 512, expect="same", tolerance=0.05)
+    far = fnd.compare([0.41, 0.45, 0.43], [0.07, 0.07, 0.071], 512, 512, expect="same",
+                      tolerance=0.05)
     assert far["verdict"] == "differs"
 
 
@@ -92,7 +96,8 @@ def test_the_t_quantiles():
 
 
 def _write_run(root: Path, variant: str, seed: int, acc: float, base: dict) -> None:
-    """A finished run of the mqar_tiny task: config.yaml and summary.json as training writes them."""
+    """A finished run of the mqar_tiny task:
+    config.yaml and summary.json as training writes them."""
     config = json.loads(json.dumps(base))
     config.update(seed=seed, variant=variant, run_name=f"{variant}_s{seed}")
     config["out_dir"] = str(root / "syn_cpu" / config["run_name"])
@@ -112,14 +117,15 @@ def synthetic(tmp_path_factory):
                                            "sweep=syn_cpu", "panel=p"]), resolve=True)
     base.pop("hydra", None)
     values = {"base": [0.50, 0.52, 0.48], "good": [0.90, 0.85, 0.88], "bad": [0.10, 0.12, 0.11],
-              "same": [0.51, 0.50, 0.49], "one": [0.90], "low": [0.02, 0.03, 0.01], "low2": [0.03, 0.02, 0.04]}
+              "same": [0.51, 0.50, 0.49], "one": [0.90], "low": [0.02, 0.03, 0.01],
+              "low2": [0.03, 0.02, 0.04]}
     for variant, accs in values.items():
         for seed, acc in enumerate(accs):
             _write_run(root, variant, seed, acc, base)
     spec = root / "findings.yaml"
     cell = {"panel": "p", "size": "2L64D"}
-    entries = [{"id": f"F-{b}", "result": "1", "claim": f"{b} beats {a}", "sweep": "syn", "scale": "cpu",
-                "a": a, "b": b, "seeds": [0, 1, 2], "cells": [cell]}
+    entries = [{"id": f"F-{b}", "result": "1", "claim": f"{b} beats {a}", "sweep": "syn",
+                "scale": "cpu", "a": a, "b": b, "seeds": [0, 1, 2], "cells": [cell]}
                for a, b in (("base", "good"), ("base", "bad"), ("base", "same"), ("base", "one"),
                             ("low", "low2"), ("base", "missing"))]
     spec.write_text(yaml.safe_dump({"findings": entries}))
@@ -133,7 +139,8 @@ def test_synthetic_records_give_the_known_verdicts(synthetic):
     assert table.loc["F-good", "verdict"] == "holds"
     assert table.loc["F-bad", "verdict"] == "reversed"
     assert table.loc["F-same", "verdict"] == "inconclusive"
-    assert table.loc["F-low2", "verdict"] == "at chance"  # both below 2 × chance (mqar_tiny: 1/value_vocab)
+    # both below 2 × chance (mqar_tiny: 1/value_vocab)
+    assert table.loc["F-low2", "verdict"] == "at chance"
     assert table.loc["F-one", "verdict"] == "suggestive"
     assert table.loc["F-missing", "verdict"] == "untested"
     assert table.loc["F-missing", "missing"] == "missing seed 0; missing seed 1; missing seed 2"
@@ -171,7 +178,8 @@ def test_several_runs_of_one_seed_are_refused(synthetic, tmp_path):
 
 def test_bad_findings_files_are_refused_by_name(tmp_path):
     path = tmp_path / "f.yaml"
-    good = {"id": "x", "result": "1", "claim": "c", "sweep": "fig7", "scale": "mini", "a": "llama_rope",
+    good = {"id": "x", "result": "1", "claim": "c", "sweep": "fig7", "scale": "mini",
+            "a": "llama_rope",
             "b": "llama_rope_canon", "seeds": [0], "cells": [{"panel": "mano", "size": "8L512D"}]}
     for change, message in (({"expect": "worse"}, "expect"), ({"seeds": "0,1"}, "seeds"),
                             ({"cells": [{"panel": "mano"}]}, "cells"), ({"colour": 1}, "colour"),
@@ -189,7 +197,8 @@ def test_bad_findings_files_are_refused_by_name(tmp_path):
 
 def test_the_shipped_findings_load_and_name_real_variants_and_panels():
     findings = fnd.load_findings()
-    assert {f.result for f in findings} >= {"2", "3a", "3b", "3c", "4", "5", "6", "7", "8", "9", "10"}
+    assert {f.result for f in findings} >= {"2", "3a", "3b", "3c", "4", "5", "6", "7",
+                                            "8", "9", "10"}
     for finding in findings:
         for side in finding.sides:
             sweep = yaml.safe_load((ROOT / "sweeps" / f"{side.sweep}.yaml").read_text())
@@ -211,10 +220,12 @@ def test_needed_runs_are_the_unfinished_runs_of_each_side(tmp_path):
     needed again; the rest are, each once, with the fig7 recipe."""
     spec = tmp_path / "f.yaml"
     spec.write_text(yaml.safe_dump({"findings": [
-        {"id": "x", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini", "a": "llama_rope",
+        {"id": "x", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini",
+         "a": "llama_rope",
          "b": "llama_rope_canon", "seeds": [0, 1], "cells": [{"panel": "mano", "size": "8L512D",
                                                               "where": {"task.L": 4}}]},
-        {"id": "y", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini", "a": "llama_rope",
+        {"id": "y", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini",
+         "a": "llama_rope",
          "b": "llama_rope_canon", "seeds": [0], "cells": [{"panel": "mano", "size": "8L512D",
                                                            "where": {"task.L": 4}}]}]}))
     runs = fnd.needed_runs(fnd.load_findings(spec), str(tmp_path / "root"))

@@ -53,7 +53,8 @@ def plain_recurrence(q, k, v, g, beta, scale, s0=None, resets=None):
                 if resets is not None and resets[r, i]:
                     s = torch.zeros_like(s)
                 kt, bt = k[r, head, i], beta[r, head, i]
-                s = g[r, head, i].exp() * (eye - bt * torch.outer(kt, kt)) @ s + bt * torch.outer(kt, v[r, head, i])
+                s = (g[r, head, i].exp() * (eye - bt * torch.outer(kt, kt)) @ s
+                     + bt * torch.outer(kt, v[r, head, i]))
                 outs[r, head, i] = scale * (s.T @ q[r, head, i])
             finals.append(s)
     return outs, torch.stack(finals).view(b, h, kd, -1)
@@ -86,7 +87,8 @@ def test_chunked_equals_plain_recurrence_with_gradients(b, chunk, isolated):
     inputs = [z[:b] for z in gdn_inputs(chunk + 10 * b)]
     resets = torch.tensor(RESETS[:b], dtype=torch.bool) if isolated else None
     ref = grads(lambda q, k, v, g, be, s: plain_recurrence(q, k, v, g, be, 0.6, s, resets), inputs)
-    got = grads(lambda q, k, v, g, be, s: scan.gdn_chunked(q, k, v, g, be, 0.6, chunk, s, resets), inputs)
+    got = grads(lambda q, k, v, g, be, s:
+                scan.gdn_chunked(q, k, v, g, be, 0.6, chunk, s, resets), inputs)
     assert_all_close(got, ref)
 
 
@@ -95,7 +97,8 @@ def test_decoding_form_equals_plain_recurrence_with_gradients(isolated):
     inputs = gdn_inputs(3)
     resets = torch.tensor(RESETS, dtype=torch.bool) if isolated else None
     ref = grads(lambda q, k, v, g, be, s: plain_recurrence(q, k, v, g, be, 0.6, s, resets), inputs)
-    got = grads(lambda q, k, v, g, be, s: scan.gdn_recurrent(q, k, v, g, be, 0.6, s, resets), inputs)
+    got = grads(lambda q, k, v, g, be, s:
+                scan.gdn_recurrent(q, k, v, g, be, 0.6, s, resets), inputs)
     assert_all_close(got, ref)
 
 
@@ -140,7 +143,8 @@ def test_extreme_decay_stays_finite_and_exact():
 
 def test_l2_normalize_matches_fla_convention():
     x = torch.randn(3, 5, 8, dtype=F64)
-    torch.testing.assert_close(l2_normalize(x), x / (x.square().sum(-1, keepdim=True) + 1e-6).sqrt())
+    torch.testing.assert_close(l2_normalize(x),
+                               x / (x.square().sum(-1, keepdim=True) + 1e-6).sqrt())
     assert l2_normalize(torch.zeros(2, 4)).eq(0).all()  # no division by zero
 
 
@@ -250,10 +254,12 @@ def gdn_params(layers: int, d: int, conv: bool = True) -> int:
 
 def count(layers: int, d: int, mixer) -> int:
     with torch.device("meta"):
-        return build_model(ModelConfig(n_layers=layers, d_model=d, mixer=mixer), DEPO1_VOCAB).param_counts()["total"]
+        return build_model(ModelConfig(n_layers=layers, d_model=d, mixer=mixer),
+                           DEPO1_VOCAB).param_counts()["total"]
 
 
-@pytest.mark.parametrize("size,total,ratio", [((8, 512), 25_093_696, 1.0027), ((12, 768), 85_275_744, 1.0018)])
+@pytest.mark.parametrize("size,total,ratio",
+                         [((8, 512), 25_093_696, 1.0027), ((12, 768), 85_275_744, 1.0018)])
 def test_parameters_match_llama_as_documented(size, total, ratio):
     layers, d = size
     gdn = count(layers, d, GDNConfig())

@@ -48,7 +48,8 @@ def test_greedy_equals_rerunning_the_prefix(positions):
     again = generate(model, PROMPTS, max_new=12, stop=stop, batch_size=3, use_cache=False)
     for p, g, h in zip(PROMPTS, got, again):
         tokens, stopped = naive_greedy(model, p, 12, stop)
-        assert g.tokens.tolist() == h.tokens.tolist() == tokens and g.stopped == h.stopped == stopped
+        assert (g.tokens.tolist() == h.tokens.tolist() == tokens
+                and g.stopped == h.stopped == stopped)
 
 
 def test_sampling_is_seeded():
@@ -90,7 +91,8 @@ def test_a_cache_with_capacity_allocates_its_buffers_once_and_decodes_the_same()
             first = [cache.get(m).data_ptr() for m in layers]
             steps += [model(ids[:, i : i + 1], cache) for i in range(3, 10)]
             logits[capacity] = torch.cat(steps, 1)
-            buffers[capacity] = ([cache.get(m).shape[3] for m in layers], first == [cache.get(m).data_ptr() for m in layers])
+            buffers[capacity] = ([cache.get(m).shape[3] for m in layers],
+                                 first == [cache.get(m).data_ptr() for m in layers])
     torch.testing.assert_close(logits[10], logits[None], rtol=0, atol=0)
     assert buffers[10] == ([10] * len(layers), True)
     assert buffers[None][0] == [12] * len(layers) and not buffers[None][1]  # 3 → 6 → 12 slots
@@ -108,7 +110,8 @@ def _models_for_fixed_shapes():
     from playground.model import build_model
 
     def attention(bias):
-        cfg = ModelConfig(n_layers=2, d_model=64, head_dim=32, mixer=AttentionConfig(rope_fraction=0.0, bias=bias),
+        cfg = ModelConfig(n_layers=2, d_model=64, head_dim=32,
+                          mixer=AttentionConfig(rope_fraction=0.0, bias=bias),
                           canon=CanonConfig(positions="ABCD"))
         return build_model(cfg, V, seed=1).eval()
 
@@ -128,7 +131,8 @@ def _state_tensors(cache) -> list[torch.Tensor]:
     def flat(v):
         return [v] if isinstance(v, torch.Tensor) else [t for x in v for t in flat(x)]
 
-    return [t for v in cache._state.values() for t in flat(v)] + [cache.key_valid, cache.next_pos, cache.slot]
+    return ([t for v in cache._state.values() for t in flat(v)]
+            + [cache.key_valid, cache.next_pos, cache.slot])
 
 
 @pytest.mark.parametrize("name", list(FIXED_SHAPE_MODELS))
@@ -165,7 +169,8 @@ def test_graph_decoding_generates_the_same_tokens():
     model = FIXED_SHAPE_MODELS["rope_abcd"]()
     a = generate(model, PROMPTS, max_new=12, stop={4}, batch_size=3)
     b = generate(model, PROMPTS, max_new=12, stop={4}, batch_size=3, graph=True)
-    assert [(x.tokens.tolist(), x.stopped) for x in a] == [(x.tokens.tolist(), x.stopped) for x in b]
+    assert ([(x.tokens.tolist(), x.stopped) for x in a]
+            == [(x.tokens.tolist(), x.stopped) for x in b])
 
 
 def test_fixed_shapes_need_room_in_the_cache():
@@ -183,7 +188,8 @@ def test_generate_bench_times_every_mode_and_checks_they_agree(tmp_path, capsys)
     from playground.bench.cli import main
 
     path = tmp_path / "gen.json"
-    main(["generate", "task=brevo1", "task.N=8", "size=2L64D", "count=6", "batch_size=4", f"json={path}"])
+    main(["generate", "task=brevo1", "task.N=8", "size=2L64D", "count=6", "batch_size=4",
+          f"json={path}"])
     out = json.loads(path.read_text())
     assert out["same_tokens"] and out["new_tokens"] > 0 and out["max_new"] == 10
     assert out["agree_cached"] == out["agree_rerun"] == 1.0

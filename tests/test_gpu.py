@@ -51,14 +51,16 @@ def test_canon_bench_reports_wall_and_device_time():
 
 def test_step_profile_lists_gpu_kernels():
     """``playground-bench profile`` on CUDA: the step's GPU kernels by their own time, and how busy
-    the GPU was (the kernels' total over the wall; the profiled steps run slower than the timed ones,
-    so allow a margin above 1)."""
+    the GPU was (the kernels' total over the wall; the profiled steps run slower than the timed
+    ones, so allow a margin above 1)."""
     from playground.bench.measure import step_profile
 
-    r = step_profile(["task=depo_tiny", "size=2L64D", "train.batch_size=4", "canon=ABCD"], steps=3, warmup=2, top=40)
+    r = step_profile(["task=depo_tiny", "size=2L64D", "train.batch_size=4", "canon=ABCD"], steps=3,
+                     warmup=2, top=40)
     assert r["entries"] == "GPU kernels" and 0 < r["busy"] < 3, r
     assert r["top"] and all(e["ms_per_step"] >= 0 and e["calls_per_step"] > 0 for e in r["top"])
-    assert not any(e["name"].startswith("aten::") for e in r["top"])  # kernels, not the operators launching them
+    # kernels, not the operators launching them
+    assert not any(e["name"].startswith("aten::") for e in r["top"])
 
 
 def test_swiglu_mlp_with_fused_canon_d_matches_the_torch_backend():
@@ -91,7 +93,8 @@ def test_cuda_graph_decoding_step_equals_the_eager_step(name):
 
     model = FIXED_SHAPE_MODELS[name]().cuda()
     ids, valid = _left_pad(PROMPTS, 0, torch.device("cuda"))
-    tokens = torch.randint(1, 23, (len(PROMPTS), 8), device="cuda", generator=torch.Generator("cuda").manual_seed(0))
+    tokens = torch.randint(1, 23, (len(PROMPTS), 8), device="cuda",
+                           generator=torch.Generator("cuda").manual_seed(0))
     runs = []
     with torch.no_grad():
         for graph in (False, True):
@@ -102,17 +105,20 @@ def test_cuda_graph_decoding_step_equals_the_eager_step(name):
                 runs.append([step(tokens[:, i]).clone() for i in range(tokens.shape[1])])
             else:
                 cache.fix_shapes(len(PROMPTS), torch.device("cuda"))
-                runs.append([model(tokens[:, i : i + 1], cache)[:, -1] for i in range(tokens.shape[1])])
+                runs.append([model(tokens[:, i : i + 1], cache)[:, -1]
+                             for i in range(tokens.shape[1])])
             assert cache.length == ids.shape[1] + tokens.shape[1]
     torch.testing.assert_close(torch.stack(runs[1]), torch.stack(runs[0]), rtol=1e-5, atol=1e-5)
-    a = generate(model, PROMPTS * 4, max_new=16, batch_size=8)  # no stop token: every row runs 16 steps
+    # no stop token: every row runs 16 steps
+    a = generate(model, PROMPTS * 4, max_new=16, batch_size=8)
     b = generate(model, PROMPTS * 4, max_new=16, batch_size=8, graph=True)
     # under bf16 autocast attention over the whole capacity may round differently: a near-tie
     # of a random tiny model can flip a row; a broken graph flips nearly all of them
     assert sum(x.tokens.tolist() == y.tokens.tolist() for x, y in zip(a, b)) >= 0.8 * len(a)
 
 
-@pytest.mark.parametrize("rope", [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)], ids=["rope", "quarter", "half_heads", "nope"])
+@pytest.mark.parametrize("rope", [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)],
+                         ids=["rope", "quarter", "half_heads", "nope"])
 def test_attention_with_fused_canon_b_matches_the_torch_backend(rope):
     """Attention reading Canon-B through the fused Canon + head split + RoPE kernel (backend fused;
     auto where RoPE turns whole heads), and through the Canon kernel with RoPE apart (backend
@@ -125,7 +131,8 @@ def test_attention_with_fused_canon_b_matches_the_torch_backend(rope):
     for backend in ("fused", "auto", "triton", "torch"):
         torch.manual_seed(0)
         att = Attention(256, 64, AttentionConfig(rope_fraction=rope[0], rope_heads=rope[1]),
-                        CanonConfig(positions="B", backend=backend, activation="silu", bias=True)).cuda()
+                        CanonConfig(positions="B", backend=backend, activation="silu",
+                                    bias=True)).cuda()
         y = att(x)
         grads.append([y, *torch.autograd.grad(y.square().sum(), [x, *att.parameters()])])
     for got in grads[:3]:
@@ -141,7 +148,8 @@ def test_cached_decoding_on_cuda():
     with torch.no_grad():
         full = model(ids)
         cache = model.new_cache()
-        steps = [model(ids[:, :10], cache)] + [model(ids[:, i : i + 1], cache) for i in range(10, 33)]
+        steps = [model(ids[:, :10], cache)] + [model(ids[:, i : i + 1], cache)
+                                               for i in range(10, 33)]
     torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-4, atol=1e-4)
 
 
@@ -165,12 +173,14 @@ def test_tiny_run_trains_on_cuda(make_cfg):
 
 
 def _train_losses(out, *overrides: str) -> list[float]:
-    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled", "train.progress=false",
-           "train.device=cuda", "size=2L128D", "task.context=256", "train.batch_size=16", "train.steps=30",
-           "train.log_every=1", "train.eval_every=0", "train.warmup_steps=2", f"out_dir={out}", *overrides]
+    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
+           "train.progress=false", "train.device=cuda", "size=2L128D", "task.context=256",
+           "train.batch_size=16", "train.steps=30", "train.log_every=1", "train.eval_every=0",
+           "train.warmup_steps=2", f"out_dir={out}", *overrides]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    return [r["loss"] for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "train"]
+    return [r["loss"] for r in runs.MetricsLog(out / "metrics.jsonl").records()
+            if r["split"] == "train"]
 
 
 @pytest.mark.parametrize("backbone", [("mixer=rope", "canon=ABCD", "train.compile=true"),
@@ -179,7 +189,8 @@ def _train_losses(out, *overrides: str) -> list[float]:
 def test_deterministic_runs_repeat_bit_for_bit(tmp_path, backbone):
     """train.deterministic=true: two runs of one config log identical losses, to the last bit.
     Without it the two runs may differ (printed, not asserted: it depends on the kernels picked)."""
-    det = [_train_losses(tmp_path / f"det{i}", *backbone, "train.deterministic=true") for i in (0, 1)]
+    det = [_train_losses(tmp_path / f"det{i}", *backbone, "train.deterministic=true")
+           for i in (0, 1)]
     plain = [_train_losses(tmp_path / f"plain{i}", *backbone) for i in (0, 1)]
     print(f"{backbone}: plain runs differ by up to {max(abs(a - b) for a, b in zip(*plain)):.3g}")
     assert len(det[0]) == 30 and det[0] == det[1]

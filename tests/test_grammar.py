@@ -64,9 +64,12 @@ def _cfg3f_dict() -> dict:
 
 @pytest.mark.parametrize("edit,message", [
     (lambda d: d["levels"][2][0]["rules"].append([13, 99]), "unknown symbol 99"),
-    (lambda d: d["levels"][2][0]["rules"].append([13, 16]), "symbol 16 is of level 2, expected a symbol of level 3"),
-    (lambda d: d["levels"][5][0]["rules"].append([2, 13]), "symbol 13 is of level 3, expected a terminal"),
-    (lambda d: d["levels"][1][0].__setitem__("rules", []), "symbol 19 (level 1) has an empty rule set"),
+    (lambda d: d["levels"][2][0]["rules"].append([13, 16]),
+     "symbol 16 is of level 2, expected a symbol of level 3"),
+    (lambda d: d["levels"][5][0]["rules"].append([2, 13]),
+     "symbol 13 is of level 3, expected a terminal"),
+    (lambda d: d["levels"][1][0].__setitem__("rules", []),
+     "symbol 19 (level 1) has an empty rule set"),
     (lambda d: d["levels"][1][0]["rules"].append([]), "is empty"),
     (lambda d: d["levels"][1][0]["rules"].append([17, 18]), "duplicate rules"),
     (lambda d: d.__setitem__("start", 19), "level 0 must hold exactly the start symbol 19"),
@@ -134,7 +137,8 @@ def test_sampler_is_deterministic_and_trees_are_valid(name):
         s2, tree = sample_with_tree(g, np.random.default_rng(seed))
         assert s1.tolist() == s2.tolist() and lo <= len(s1) <= hi
         assert tree_is_valid(g, tree, s1.tolist())
-    assert sample(g, np.random.default_rng(0)).tolist() != sample(g, np.random.default_rng(1)).tolist()
+    assert (sample(g, np.random.default_rng(0)).tolist()
+            != sample(g, np.random.default_rng(1)).tolist())
 
 
 def test_rule_choice_is_uniform():
@@ -220,7 +224,8 @@ def test_long_sentence_is_exact_where_floats_underflow():
     assert np.allclose(floats.sum(1), 1, atol=1e-12) and (floats >= 0).all()
 
 
-def _monte_carlo_check(g: Grammar, sentences: list[tuple[int, ...]], max_prefix: int, min_count: int) -> int:
+def _monte_carlo_check(g: Grammar, sentences: list[tuple[int, ...]], max_prefix: int,
+                       min_count: int) -> int:
     """Compare next-symbol frequencies after frequent prefixes with the exact distribution;
     returns the number of prefixes checked. Tolerance: 5 standard errors."""
     follow: dict[tuple, Counter] = {}

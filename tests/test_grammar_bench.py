@@ -47,8 +47,8 @@ def test_recognizer_speed(name, target, budget_ms):
     mean_len = np.mean([len(s) for s in sentences])
     print(f"\n{name} recognizer, {len(sentences)} sentences of {mean_len:.0f} tokens on average: "
           f"{wall:.2f} ms wall / {cpu:.2f} ms CPU per sentence; exact parse counts {cwall:.2f} / "
-          f"{ccpu:.2f} ms; nltk BottomUpLeftCornerChartParser on 3 of them: {1e3 * nwall / 3:.0f} ms "
-          f"wall / {1e3 * ncpu / 3:.0f} ms CPU per sentence")
+          f"{ccpu:.2f} ms; nltk BottomUpLeftCornerChartParser on 3 of them: {1e3 * nwall / 3:.0f} "
+          f"ms wall / {1e3 * ncpu / 3:.0f} ms CPU per sentence")
     assert all(ok) and cpu < budget_ms
 
 
@@ -59,8 +59,8 @@ def test_next_token_probabilities_speed():
     wall, cpu = per_sentence(next_symbol_probs, g, sentences)
     ewall, ecpu = per_sentence(lambda g, s: next_symbol_probs(g, s, exact=True), g, sentences)
     print(f"\ncfg3k next-token probabilities, {len(sentences)} sentences of "
-          f"{np.mean([len(s) for s in sentences]):.0f} tokens: {wall:.1f} ms wall / {cpu:.1f} ms CPU "
-          f"per sentence (floats); exact fractions {ewall:.1f} / {ecpu:.1f} ms")
+          f"{np.mean([len(s) for s in sentences]):.0f} tokens: {wall:.1f} ms wall / {cpu:.1f} ms "
+          f"CPU per sentence (floats); exact fractions {ewall:.1f} / {ecpu:.1f} ms")
     assert cpu < 2000
 
 

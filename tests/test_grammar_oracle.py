@@ -98,7 +98,8 @@ def nltk_accepts_and_count(g: Grammar, sentence, count: bool = True) -> tuple[bo
         chart = parser.chart_parse(tokens)
     except ValueError:  # nltk refuses words that no rule produces: not in the language
         return False, 0
-    ok = any(True for _ in chart.select(start=0, end=len(tokens), is_complete=True, lhs=cfg.start()))
+    ok = any(True for _ in chart.select(start=0, end=len(tokens), is_complete=True,
+                                        lhs=cfg.start()))
     return ok, (len(list(chart.parses(cfg.start()))) if count else -1)
 
 
@@ -116,7 +117,8 @@ def tree_is_valid(g: Grammar, tree, sentence) -> bool:
     return tree[0] == g.start and ok(tree) and tree_leaves(tree) == list(sentence)
 
 
-def long_sentence(g: Grammar, rng: np.random.Generator, target: int, bias: float = 0.6) -> list[int]:
+def long_sentence(g: Grammar, rng: np.random.Generator, target: int,
+                  bias: float = 0.6) -> list[int]:
     """A sentence of about ``target`` tokens (within 3%), longer than uniform sampling gives:
     each node takes its longest rule with probability ``bias``, else a uniform one."""
     rules = rule_table(g)
@@ -156,8 +158,8 @@ def small_grammars(draw) -> Grammar:
     return g
 
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                           HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 # -- random small grammars ---------------------------------------------------------------------
@@ -250,7 +252,8 @@ def toy() -> Grammar:
     probability 1/12 each (1/3 for the root rule times 1/2 per child)."""
     return Grammar.from_dict({"name": "toy", "start": 9, "terminals": [1, 2], "levels": [
         [{"symbol": 9, "rules": [[7, 8], [8, 7], [7, 7]]}],
-        [{"symbol": 7, "rules": [[1, 2], [1, 1, 2]]}, {"symbol": 8, "rules": [[2, 1], [1, 2, 2]]}]]})
+        [{"symbol": 7, "rules": [[1, 2], [1, 1, 2]]},
+         {"symbol": 8, "rules": [[2, 1], [1, 2, 2]]}]]})
 
 
 def test_toy_grammar_by_hand():
@@ -270,7 +273,8 @@ def test_toy_grammar_with_unary_rules_by_hand():
     """S -> A | A A;  A -> 1 | 2 1 (unary rules take the Fraction path). P(1) = 1/4,
     P(21) = 1/4, P(11) = P(121) = P(211) = P(2121) = 1/8."""
     g, F = Grammar.from_dict({"start": 5, "terminals": [1, 2], "levels": [
-        [{"symbol": 5, "rules": [[4], [4, 4]]}], [{"symbol": 4, "rules": [[1], [2, 1]]}]]}), Fraction
+        [{"symbol": 5, "rules": [[4], [4, 4]]}],
+        [{"symbol": 4, "rules": [[1], [2, 1]]}]]}), Fraction
     assert next_symbol_probs(g, [1, 2, 1], exact=True) == [
         [0, F(1, 2), F(1, 2)], [F(1, 2), F(1, 4), F(1, 4)], [0, 1, 0], [1, 0, 0]]
     assert inside_probability(g, [1, 2, 1]) == F(1, 8) and inside_probability(g, [2, 1]) == F(1, 4)

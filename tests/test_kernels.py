@@ -42,11 +42,12 @@ def assert_same(op, ref, inputs, gy, tol):
     want = (ref(*ref_in),)
     want += torch.autograd.grad(want[0], ref_in, gy.float())
     for a, e in zip(got, want):
-        torch.testing.assert_close(a.float(), e, rtol=tol, atol=tol * max(1.0, e.abs().max().item()))
+        torch.testing.assert_close(a.float(), e, rtol=tol,
+                                   atol=tol * max(1.0, e.abs().max().item()))
 
 
-def compare_canon_op(op, ref, device, dtype, b_, t, c, k, seed, grad_shape, act, residual, bias, tol,
-                     strided_grad=False):
+def compare_canon_op(op, ref, device, dtype, b_, t, c, k, seed, grad_shape, act, residual,
+                     bias, tol, strided_grad=False):
     """op(x, w, bias, act, residual) — a Canon layer and what reads it — and its gradients against
     ref on random x [B, T, C], taps, bias and upstream gradient drawn from ``seed``."""
     g = torch.Generator().manual_seed(seed)
@@ -63,8 +64,8 @@ def compare_canon_op(op, ref, device, dtype, b_, t, c, k, seed, grad_shape, act,
 
 def compare(op, device, dtype, shape, act, residual, bias, tol):
     b_, t, c, k = shape
-    compare_canon_op(op, reference, device, dtype, b_, t, c, k, sum(shape), (b_, t, c), act, residual, bias, tol,
-                     strided_grad=True)
+    compare_canon_op(op, reference, device, dtype, b_, t, c, k, sum(shape), (b_, t, c), act,
+                     residual, bias, tol, strided_grad=True)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -77,11 +78,13 @@ def test_canon_triton_interpreter_matches_reference(chunks):
                     f"m.BWD_MIN_STRIP = {chunks} * m.BWD_BLOCK_T\n"
                     "assert m._strips(1, 70, 7, torch.device('cpu'))[1] == m.BWD_MIN_STRIP\n"
                     "for shape, act, res, bias in t.CASES:\n"
-                    "    t.compare(m.canon_conv, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
+                    "    t.compare(m.canon_conv, 'cpu', torch.float32, shape, act, res, "
+                    "bias, 1e-5)\n")
 
 
 # Canon-D fused with SwiGLU: (B, T, 2H, K), the same variants
-GLU_CASES = list(itertools.product([(2, 70, 2 * 65, 4), (1, 45, 2 * 7, 2), (1, 5, 2 * 3, 3), (2, 33, 2 * 64, 1)],
+GLU_CASES = list(itertools.product([(2, 70, 2 * 65, 4), (1, 45, 2 * 7, 2), (1, 5, 2 * 3, 3),
+                                    (2, 33, 2 * 64, 1)],
                                    [False, True], [True, False], [False, True]))
 
 
@@ -92,8 +95,8 @@ def glu_reference(u, w, b, act, residual):
 
 def compare_glu(op, device, dtype, shape, act, residual, bias, tol):
     b_, t, c, k = shape
-    compare_canon_op(op, glu_reference, device, dtype, b_, t, c, k, sum(shape) + 1, (b_, t, c // 2), act,
-                     residual, bias, tol)
+    compare_canon_op(op, glu_reference, device, dtype, b_, t, c, k, sum(shape) + 1,
+                     (b_, t, c // 2), act, residual, bias, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -103,20 +106,21 @@ def test_canon_glu_interpreter_matches_reference(chunks):
     run_interpreted("from playground.kernels import canon_triton as m\n"
                     f"m.BWD_MIN_STRIP = {chunks} * m.BWD_BLOCK_T\n"
                     "for shape, act, res, bias in t.GLU_CASES:\n"
-                    "    t.compare_glu(m.canon_glu, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
+                    "    t.compare_glu(m.canon_glu, 'cpu', torch.float32, shape, act, res, "
+                    "bias, 1e-5)\n")
 
 
-# Canon-B fused with the q/k/v split and RoPE: (B, T, heads, head_dim, K, rotated dims, rotated heads):
-# full RoPE; a head width that is not a power of two; lane groups narrower than their power-of-two
-# blocks (3 pairs in 4 lanes, 14 dims in 16); NoPE
-ROPE_CASES = list(itertools.product([(2, 37, 2, 16, 4, 16, 2), (1, 21, 4, 12, 3, 4, 2), (1, 23, 2, 20, 4, 6, 1),
-                                     (2, 19, 2, 8, 2, 0, 0)],
+# Canon-B fused with the q/k/v split and RoPE: (B, T, heads, head_dim, K, rotated dims, rotated
+# heads): full RoPE; a head width that is not a power of two; lane groups narrower than their
+# power-of-two blocks (3 pairs in 4 lanes, 14 dims in 16); NoPE
+ROPE_CASES = list(itertools.product([(2, 37, 2, 16, 4, 16, 2), (1, 21, 4, 12, 3, 4, 2),
+                                     (1, 23, 2, 20, 4, 6, 1), (2, 19, 2, 8, 2, 0, 0)],
                                     [False, True], [True, False], [False, True]))
 
 
 def rope_reference(u, w, b, act, residual, inv_freq, n_heads, rot_heads):
-    """Canon, then q/k/v heads [3, B, H, T, hd], then GPT-NeoX RoPE (x1 cos − x2 sin, x2 cos + x1 sin
-    on the first r dims) on the first ``rot_heads`` heads of q and k."""
+    """Canon, then q/k/v heads [3, B, H, T, hd], then GPT-NeoX RoPE (x1 cos − x2 sin, x2 cos + x1
+    sin on the first r dims) on the first ``rot_heads`` heads of q and k."""
     y = reference(u, w, b, act, residual)
     bsz, t, c = y.shape
     hd, half = c // (3 * n_heads), inv_freq.numel()
@@ -138,12 +142,14 @@ def rope_reference(u, w, b, act, residual, inv_freq, n_heads, rot_heads):
 
 def compare_rope(op, device, dtype, case, act, residual, bias, tol):
     b_, t, nh, hd, k, r, rh = case
-    inv_freq = (10000.0 ** (-torch.arange(r // 2, dtype=torch.float64) / max(r // 2, 1))).float().to(device)
+    inv_freq = ((10000.0 ** (-torch.arange(r // 2, dtype=torch.float64) / max(r // 2, 1))).float()
+                .to(device))
     angle = torch.arange(t, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
     cos, sin = angle.cos(), angle.sin()
     compare_canon_op(lambda u, w, b, a, res: op(u, w, b, cos, sin, a, res, nh, rh),
                      lambda u, w, b, a, res: rope_reference(u, w, b, a, res, inv_freq, nh, rh),
-                     device, dtype, b_, t, 3 * nh * hd, k, sum(case) + 2, (3, b_, nh, t, hd), act, residual, bias, tol)
+                     device, dtype, b_, t, 3 * nh * hd, k, sum(case) + 2, (3, b_, nh, t, hd), act,
+                     residual, bias, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -154,7 +160,8 @@ def test_canon_rope_interpreter_matches_reference(chunks):
     run_interpreted("from playground.kernels import canon_triton as m\n"
                     f"m.BWD_MIN_STRIP = {chunks} * m.BWD_BLOCK_T\n"
                     "for case, act, res, bias in t.ROPE_CASES:\n"
-                    "    t.compare_rope(m.canon_rope, 'cpu', torch.float32, case, act, res, bias, 1e-5)\n")
+                    "    t.compare_rope(m.canon_rope, 'cpu', torch.float32, case, act, res, "
+                    "bias, 1e-5)\n")
 
 
 # Canon-A/C fused with the RMSNorm before it: the Canon cases, the residual stream in fp32 (as
@@ -170,15 +177,17 @@ def compare_norm_canon(op, device, dtype, shape, act, residual, bias, tol, out_d
     output in ``out_dtype`` (default: x's)."""
     b_, t, c, k = shape
     g = torch.Generator().manual_seed(seed + sum(shape))
-    x = (torch.randn(b_, t, c, generator=g) * torch.rand(b_, t, 1, generator=g) * 4).to(device, dtype).requires_grad_()
+    x = (torch.randn(b_, t, c, generator=g) * torch.rand(b_, t, 1, generator=g)
+         * 4).to(device, dtype).requires_grad_()
     nw = (1 + torch.randn(c, generator=g) / 2).to(device).requires_grad_()
     w = (torch.rand(c, k, generator=g) - 0.5).to(device).requires_grad_()
     bb = torch.randn(c, generator=g).to(device).requires_grad_() if bias else None
     gy = torch.randn(b_, t, c, generator=g).to(device, out_dtype or dtype)
     inputs = [x, nw, w] + ([bb] if bias else [])
-    assert_same(lambda *v: op(v[0], rms_scale(v[0], 1e-5), v[1], v[2], v[3] if bias else None, act, residual,
-                              out_dtype or dtype),
-                lambda *v: norm_canon_reference(v[0], v[1], v[2], v[3] if bias else None, act, residual),
+    assert_same(lambda *v: op(v[0], rms_scale(v[0], 1e-5), v[1], v[2], v[3] if bias else None, act,
+                              residual, out_dtype or dtype),
+                lambda *v: norm_canon_reference(v[0], v[1], v[2], v[3] if bias else None,
+                                                act, residual),
                 inputs, gy, tol)
 
 
@@ -190,7 +199,8 @@ def test_norm_canon_interpreter_matches_reference(chunks):
     run_interpreted("from playground.kernels import canon_triton as c, norm_canon_triton as m\n"
                     f"c.BWD_MIN_STRIP = {chunks} * c.BWD_BLOCK_T\n"
                     "for shape, act, res, bias in t.CASES:\n"
-                    "    t.compare_norm_canon(m.norm_canon, 'cpu', torch.float32, shape, act, res, bias, 1e-5)\n")
+                    "    t.compare_norm_canon(m.norm_canon, 'cpu', torch.float32, shape, act, res, "
+                    "bias, 1e-5)\n")
 
 
 def fused_reads_match_torch():
@@ -211,13 +221,17 @@ def fused_reads_match_torch():
     canon.canon_kernel = lambda: canon_triton.canon_conv
     canon.norm_canon_kernel = lambda: norm_canon_triton.norm_canon
     x = torch.randn(2, 21, 48, requires_grad=True)
-    block = lambda cc: Block(ModelConfig(d_model=48, head_dim=12, mixer=AttentionConfig(), canon=cc))  # noqa: E731
-    for make in [lambda cc, f=f, h=h: Attention(48, 12, AttentionConfig(rope_fraction=f, rope_heads=h), cc)
-                 for f, h in [(1.0, 1.0), (0.34, 1.0), (1.0, 0.5), (0.0, 1.0)]] + [lambda cc: MLP(48, "swiglu", cc), block]:
+    block = lambda cc: Block(ModelConfig(d_model=48, head_dim=12,  # noqa: E731
+                                         mixer=AttentionConfig(), canon=cc))
+    for make in ([lambda cc, f=f, h=h:
+                  Attention(48, 12, AttentionConfig(rope_fraction=f, rope_heads=h), cc)
+                  for f, h in [(1.0, 1.0), (0.34, 1.0), (1.0, 0.5), (0.0, 1.0)]]
+                 + [lambda cc: MLP(48, "swiglu", cc), block]):
         outs = []
         for backend in ("fused", "torch"):
             torch.manual_seed(0)
-            layer = make(CanonConfig(positions="ABCD", backend=backend, activation="silu", bias=True))
+            layer = make(CanonConfig(positions="ABCD", backend=backend,
+                                     activation="silu", bias=True))
             y = layer(x)
             outs.append([y, *torch.autograd.grad(y.square().sum(), [x, *layer.parameters()])])
         for a, b in zip(*outs):
@@ -241,7 +255,8 @@ def compare_gated_norm(op, device, dtype, shape, tol, seed=0):
     d = torch.randn(h, generator=g).to(device).requires_grad_()
     w = (1 + torch.randn(c, generator=g)).to(device).requires_grad_()
     gy = torch.randn(b, t, c, generator=g).to(device, dtype)
-    assert_same(lambda *v: op(*v, 1e-5), lambda *v: gated_norm_reference(*v, 1e-5), [y, x, d, z, w], gy, tol)
+    assert_same(lambda *v: op(*v, 1e-5), lambda *v: gated_norm_reference(*v, 1e-5),
+                [y, x, d, z, w], gy, tol)
 
 
 # (B, T, C, H): C not a power of 2, B = 1, one row, many rows per program
@@ -281,11 +296,14 @@ def mamba2_on_mamba_ssm_matches_torch():
     assert fast.available("mamba_ssm")
     fast.TUNED.clear()  # one configuration per kernel: nothing to time
     fast.restrict_autotune("mamba_ssm", "interpreter", keep=1)
-    fast.pick_backend = lambda requested, on_cuda, stateful, order: "torch" if stateful else requested
-    Mamba2._norm_kernel = lambda self, on_cuda: gated_norm if self.cfg.norm_backend == "triton" else None
+    fast.pick_backend = (lambda requested, on_cuda, stateful, order:
+                         "torch" if stateful else requested)
+    Mamba2._norm_kernel = (lambda self, on_cuda:
+                           gated_norm if self.cfg.norm_backend == "triton" else None)
     x = torch.randn(2, 40, 32, generator=torch.Generator().manual_seed(0), requires_grad=True)
     outs, weights = [], None
-    for backend, norm in [("torch", "torch"), ("mamba_ssm", "torch"), ("mamba_ssm", "triton"), ("torch", "triton")]:
+    for backend, norm in [("torch", "torch"), ("mamba_ssm", "torch"), ("mamba_ssm", "triton"),
+                          ("torch", "triton")]:
         cfg = Mamba2Config(heads=2, state=16, chunk=16, backend=backend, norm_backend=norm)
         mixer = Mamba2(32, 16, cfg, CanonConfig(positions=""))
         if weights is None:
@@ -302,18 +320,22 @@ def mamba2_on_mamba_ssm_matches_torch():
     from playground.mixers import scan
 
     g = torch.Generator().manual_seed(1)
-    inputs = [torch.randn(2, 40, 2, 16, generator=g), 0.1 * torch.rand(2, 40, 2, generator=g), -torch.rand(2, generator=g),
+    inputs = [torch.randn(2, 40, 2, 16, generator=g), 0.1 * torch.rand(2, 40, 2, generator=g),
+              -torch.rand(2, generator=g),
               torch.randn(2, 40, 16, generator=g), torch.randn(2, 40, 16, generator=g)]
     inputs = [v.requires_grad_() for v in inputs]
-    wide = torch.randn(2, 40, 80, generator=g, requires_grad=True)  # x, B, C as slices of one tensor (as in Mamba2)
-    sliced = [wide[..., :32].unflatten(-1, (2, 16)), inputs[1], inputs[2], wide[..., 32:48], wide[..., 64:]]
+    # x, B, C as slices of one tensor (as in Mamba2)
+    wide = torch.randn(2, 40, 80, generator=g, requires_grad=True)
+    sliced = [wide[..., :32].unflatten(-1, (2, 16)), inputs[1], inputs[2], wide[..., 32:48],
+              wide[..., 64:]]
     resets = torch.zeros(2, 40, dtype=torch.bool)
     resets[0, 13] = resets[1, 29] = True
     for args in (inputs, sliced):
         got = fast.ssd_mamba(*args, 16, "restricted", resets)
         ref = scan.ssd_chunked(*args, 16, resets=resets)[0]
         dout = torch.randn(ref.shape, generator=g)
-        for a, b in zip([got, *torch.autograd.grad(got, args, dout)], [ref, *torch.autograd.grad(ref, args, dout)]):
+        for a, b in zip([got, *torch.autograd.grad(got, args, dout)],
+                        [ref, *torch.autograd.grad(ref, args, dout)]):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
@@ -328,11 +350,13 @@ def test_fused_reads_in_attention_and_mlp_interpreter():
     run_interpreted("t.fused_reads_match_torch()\n")
 
 
-INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B", "SY", "SX", "SZ", "P", "ROWS", "PER"}
+INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B", "SY", "SX", "SZ", "P",
+            "ROWS", "PER"}
 FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin", "D", "DD"}
 
 
-def hopper_usage(fn, constexprs: dict, warps: int, fp32: tuple[str, ...] = ()) -> collections.Counter:
+def hopper_usage(fn, constexprs: dict, warps: int,
+                 fp32: tuple[str, ...] = ()) -> collections.Counter:
     """Compile a Canon kernel for sm_90 (bf16 activations, fp32 taps) without a GPU, specialised
     as a launch specialises it (pointers 16-byte aligned, T, C and H multiples of 16), and read
     its resources (registers, spilled bytes) off the cubin with the cuobjdump that triton ships
@@ -343,25 +367,31 @@ def hopper_usage(fn, constexprs: dict, warps: int, fp32: tuple[str, ...] = ()) -
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS else "fp32" if p.name == "eps"
+    sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS
+           else "fp32" if p.name == "eps"
            else "*fp32" if p.name in FP32_ARGS or p.name in fp32 else "*bf16" for p in fn.params}
     attrs = {(i,): [["tt.divisibility", 16]] for i, p in enumerate(fn.params)
-             if not p.is_constexpr and (sig[p.name].startswith("*") or p.name in ("T", "C", "H", "SY", "SX", "SZ"))}
+             if not p.is_constexpr and (sig[p.name].startswith("*")
+                                        or p.name in ("T", "C", "H", "SY", "SX", "SZ"))}
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
-        tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-        res = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+        tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
+                            "cuobjdump")
+        res = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True,
+                             text=True).stdout
         sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
-    usage = collections.Counter(re.findall(r"\b((?:LDG|STG)\.E[.\w]*|LDGSTS)", sass))  # 0 for one not there
+    # 0 for one not there
+    usage = collections.Counter(re.findall(r"\b((?:LDG|STG)\.E[.\w]*|LDGSTS)", sass))
     usage.update({k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", res)})
     return usage
 
 
 # The rope kernels' lane blocks at head width 64: full RoPE, a quarter of the dims, NoPE
-ROPE_HOPPER_BLOCKS = [{"HD": 64, "ROT": 64, "BH": 32, "BR": 1}, {"HD": 64, "ROT": 16, "BH": 8, "BR": 64},
+ROPE_HOPPER_BLOCKS = [{"HD": 64, "ROT": 64, "BH": 32, "BR": 1},
+                      {"HD": 64, "ROT": 16, "BH": 8, "BR": 64},
                       {"HD": 64, "ROT": 0, "BH": 1, "BR": 64}]
 
 
@@ -375,14 +405,20 @@ def test_canon_kernels_compile_for_hopper_without_spills():
     bwd = {"BT": m.BWD_BLOCK_T, "BC": m.BWD_BLOCK_C, "STAGES": m.BWD_STAGES}
     kernels = [(m._fwd_kernel, fwd, m.FWD_WARPS), (m._bwd_kernel, bwd, m.BWD_WARPS),
                (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C}, m.GLU_FWD_WARPS),
-               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BWD_BLOCK_C, "STAGES": m.FUSED_BWD_STAGES}, m.BWD_WARPS),
-               *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}, m.ROPE_FWD_WARPS) for rope in ROPE_HOPPER_BLOCKS],
-               *[(m._rope_bwd_kernel, {"BT": m.BWD_BLOCK_T, "STAGES": m.FUSED_BWD_STAGES, **rope}, m.BWD_WARPS)
+               (m._glu_bwd_kernel, {**bwd, "BC": m.GLU_BWD_BLOCK_C, "STAGES": m.FUSED_BWD_STAGES},
+                m.BWD_WARPS),
+               *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}, m.ROPE_FWD_WARPS)
+                 for rope in ROPE_HOPPER_BLOCKS],
+               *[(m._rope_bwd_kernel, {"BT": m.BWD_BLOCK_T, "STAGES": m.FUSED_BWD_STAGES, **rope},
+                  m.BWD_WARPS)
                  for rope in ROPE_HOPPER_BLOCKS]]
-    for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
-        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape}, warps)
+    for (fn, shape, warps), (act, residual, bias) in itertools.product(
+            kernels, [(False, True, False), (True, False, True)]):
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual,
+                                  **shape}, warps)
         print(fn.__name__, act, residual, bias, shape, usage)
-        assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+        assert (usage["REG"] <= 255 and usage["LOCAL"] == 0
+                and usage["STACK"] == 0), (fn.__name__, usage)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -394,7 +430,8 @@ def test_gated_norm_kernels_compile_for_hopper_without_spills():
     for fn, warps in [(m._fwd_kernel, m.FWD_WARPS), (m._bwd_kernel, m.BWD_WARPS)]:
         usage = hopper_usage(fn, {"BLOCK": 2048}, warps)
         print(fn.__name__, usage)
-        assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+        assert (usage["REG"] <= 255 and usage["LOCAL"] == 0
+                and usage["STACK"] == 0), (fn.__name__, usage)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -405,12 +442,16 @@ def test_norm_canon_kernels_compile_for_hopper_without_spills():
     from playground.kernels import norm_canon_triton as m
 
     kernels = [(m._fwd_kernel, {"BT": m.BLOCK_T, "BC": m.BLOCK_C}, m.FWD_WARPS),
-               (m._bwd_kernel, {"BT": ct.BWD_BLOCK_T, "BC": ct.BWD_BLOCK_C, "STAGES": m.BWD_STAGES}, ct.BWD_WARPS)]
-    for (fn, shape, warps), (act, residual, bias) in itertools.product(kernels, [(False, True, False), (True, False, True)]):
-        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape},
+               (m._bwd_kernel, {"BT": ct.BWD_BLOCK_T, "BC": ct.BWD_BLOCK_C, "STAGES": m.BWD_STAGES},
+                ct.BWD_WARPS)]
+    for (fn, shape, warps), (act, residual, bias) in itertools.product(
+            kernels, [(False, True, False), (True, False, True)]):
+        usage = hopper_usage(fn,
+                             {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual, **shape},
                              warps, fp32=("X", "R", "G", "DX", "DR", "DG"))
         print(fn.__name__, act, residual, bias, shape, usage)
-        assert usage["REG"] <= 255 and usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, usage)
+        assert (usage["REG"] <= 255 and usage["LOCAL"] == 0
+                and usage["STACK"] == 0), (fn.__name__, usage)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
@@ -421,10 +462,13 @@ def test_canon_forward_kernels_read_and_write_whole_vectors():
     from playground.kernels import canon_triton as m
 
     for fn, shape, warps in [(m._fwd_kernel, {"BT": m.BLOCK_T, "BC": m.BLOCK_C}, m.FWD_WARPS),
-                             (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C}, m.GLU_FWD_WARPS),
-                             *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope}, m.ROPE_FWD_WARPS)
+                             (m._glu_fwd_kernel, {"BT": m.GLU_BLOCK_T, "BC": m.GLU_BLOCK_C},
+                              m.GLU_FWD_WARPS),
+                             *[(m._rope_fwd_kernel, {"BT": m.ROPE_BLOCK_T, **rope},
+                                m.ROPE_FWD_WARPS)
                                for rope in ROPE_HOPPER_BLOCKS if rope["ROT"] in (0, rope["HD"])]]:
-        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True, **shape}, warps)
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True,
+                                  **shape}, warps)
         print(fn.__name__, shape, usage)
         assert usage["LDG.E.128"] > 0 and usage["STG.E.128"] > 0, (fn.__name__, shape, usage)
         assert usage["LDG.E.U16"] == 0 and usage["STG.E.U16"] == 0, (fn.__name__, shape, usage)
@@ -437,11 +481,12 @@ def test_strip_backwards_pipeline_their_loads_when_asked():
     loads — the knob does what it says (its speed is measured on a GPU, docs/PERFORMANCE.md)."""
     from playground.kernels import canon_triton as m
 
-    kernels = [(m._bwd_kernel, {"BC": m.BWD_BLOCK_C}), (m._glu_bwd_kernel, {"BC": m.GLU_BWD_BLOCK_C}),
+    kernels = [(m._bwd_kernel, {"BC": m.BWD_BLOCK_C}),
+               (m._glu_bwd_kernel, {"BC": m.GLU_BWD_BLOCK_C}),
                (m._rope_bwd_kernel, ROPE_HOPPER_BLOCKS[0])]
     for (fn, shape), stages in itertools.product(kernels, (1, 3)):
-        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True, "BT": m.BWD_BLOCK_T,
-                                  "STAGES": stages, **shape}, m.BWD_WARPS)
+        usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": False, "ACT": False, "RESIDUAL": True,
+                                  "BT": m.BWD_BLOCK_T, "STAGES": stages, **shape}, m.BWD_WARPS)
         print(fn.__name__, stages, usage)
         assert usage["LOCAL"] == 0 and usage["STACK"] == 0, (fn.__name__, stages, usage)
         assert (usage["LDGSTS"] > 0) == (stages > 1), (fn.__name__, stages, usage)
@@ -452,7 +497,8 @@ def run_interpreted(code: str) -> None:
     interpreter: TRITON_INTERPRET must be set before triton is imported."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     proc = subprocess.run([sys.executable, "-c", "import torch, test_kernels as t\n" + code],
-                          cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=600)
+                          cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -472,18 +518,21 @@ def test_canon_triton_gpu_matches_reference(width, dtype, act, residual, bias):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("shape", [(2, 2048, 1536, 16), (2, 2048, 1024, 16), (1, 77, 1000, 8), (1, 1, 1536, 16)])
+@pytest.mark.parametrize("shape", [(2, 2048, 1536, 16), (2, 2048, 1024, 16), (1, 77, 1000, 8),
+                                   (1, 1, 1536, 16)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_gated_norm_gpu_matches_reference(shape, dtype):
     """Mamba2's gated norm at 12L768D's and 12L512D's inner widths, a ragged one, one row."""
     from playground.kernels import gated_norm_kernel
 
-    compare_gated_norm(gated_norm_kernel(), "cuda", dtype, shape, 2e-2 if dtype == torch.bfloat16 else 1e-4)
+    compare_gated_norm(gated_norm_kernel(), "cuda", dtype, shape,
+                       2e-2 if dtype == torch.bfloat16 else 1e-4)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("width", [2 * 1344, 2 * 2048, 2 * 100])  # SwiGLU's 2·ff at d = 512, 768; a ragged one
+# SwiGLU's 2·ff at d = 512, 768; a ragged one
+@pytest.mark.parametrize("width", [2 * 1344, 2 * 2048, 2 * 100])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
 def test_canon_glu_gpu_matches_reference(width, dtype, act, residual, bias):
@@ -497,8 +546,10 @@ def test_canon_glu_gpu_matches_reference(width, dtype, act, residual, bias):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("width", [512, 768, 1000])  # d at the paper's sizes; a ragged one
-@pytest.mark.parametrize("dtype,out_dtype", [(torch.float32, torch.bfloat16), (torch.bfloat16, torch.bfloat16),
-                                             (torch.float32, torch.float32)], ids=["autocast", "bf16", "fp32"])
+@pytest.mark.parametrize("dtype,out_dtype", [(torch.float32, torch.bfloat16),
+                                             (torch.bfloat16, torch.bfloat16),
+                                             (torch.float32, torch.float32)],
+                         ids=["autocast", "bf16", "fp32"])
 @pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
 def test_norm_canon_gpu_matches_reference(width, dtype, out_dtype, act, residual, bias):
     """Canon-A/C with its RMSNorm; "autocast": the fp32 residual stream in, bf16 out."""
@@ -506,7 +557,8 @@ def test_norm_canon_gpu_matches_reference(width, dtype, out_dtype, act, residual
 
     tol = 2e-2 if torch.bfloat16 in (dtype, out_dtype) else 1e-4
     for shape in [(2, 2048, width, 4), (1, 77, width, 4), (3, 1, width, 4)]:
-        compare_norm_canon(norm_canon_kernel(), "cuda", dtype, shape, act, residual, bias, tol, out_dtype)
+        compare_norm_canon(norm_canon_kernel(), "cuda", dtype, shape, act, residual, bias,
+                           tol, out_dtype)
 
 
 @pytest.mark.gpu
@@ -519,8 +571,8 @@ def test_block_with_fused_canon_compiles_whole_under_autocast():
     from playground.model import Block
 
     torch.manual_seed(0)
-    block = Block(ModelConfig(d_model=256, head_dim=64, mixer=AttentionConfig(), canon=CanonConfig(positions="ABCD",
-                                                                                                    backend="fused")))
+    block = Block(ModelConfig(d_model=256, head_dim=64, mixer=AttentionConfig(),
+                              canon=CanonConfig(positions="ABCD", backend="fused")))
     block = block.cuda()
     x = torch.randn(2, 128, 256, device="cuda")
     with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -532,7 +584,8 @@ def test_block_with_fused_canon_compiles_whole_under_autocast():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("case", [(2, 2048, 8, 64, 4, 64, 8), (2, 2048, 12, 64, 4, 16, 12), (1, 77, 8, 64, 4, 64, 4)],
+@pytest.mark.parametrize("case", [(2, 2048, 8, 64, 4, 64, 8), (2, 2048, 12, 64, 4, 16, 12),
+                                  (1, 77, 8, 64, 4, 64, 4)],
                          ids=["rope", "quarter", "half_heads_ragged_t"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
@@ -543,7 +596,8 @@ def test_canon_rope_gpu_matches_reference(case, dtype, act, residual, bias):
     compare_rope(canon_rope_kernel(), "cuda", dtype, case, act, residual, bias, tol)
 
 
-DYN_CASES = list(itertools.product([(2, 70, 130, 4, 8), (1, 5, 7, 3, 4), (2, 33, 64, 1, 16)], [True, False]))
+DYN_CASES = list(itertools.product([(2, 70, 130, 4, 8), (1, 5, 7, 3, 4), (2, 33, 64, 1, 16)],
+                                   [True, False]))
 
 
 def dynamic_reference(x, u, w2, b, residual):
@@ -556,18 +610,22 @@ def dynamic_reference(x, u, w2, b, residual):
 def compare_dynamic(op, device, dtype, shape, residual, tol):
     b_, t, c, k, r = shape
     g = torch.Generator().manual_seed(sum(shape))
-    inputs = [torch.randn(b_, t, c, generator=g).to(device, dtype), torch.randn(b_, t, r, generator=g).to(device, dtype),
-              (torch.randn(k, c, r, generator=g) / r).to(device), torch.randn(k, c, generator=g).to(device)]
+    inputs = [torch.randn(b_, t, c, generator=g).to(device, dtype),
+              torch.randn(b_, t, r, generator=g).to(device, dtype),
+              (torch.randn(k, c, r, generator=g) / r).to(device),
+              torch.randn(k, c, generator=g).to(device)]
     inputs = [v.requires_grad_() for v in inputs]
     gy = torch.randn(b_, t, c, generator=g).to(device, dtype)
-    assert_same(lambda *v: op(*v, residual), lambda *v: dynamic_reference(*v, residual), inputs, gy, tol)
+    assert_same(lambda *v: op(*v, residual), lambda *v: dynamic_reference(*v, residual),
+                inputs, gy, tol)
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
 def test_dynamic_canon_triton_interpreter_matches_reference():
     run_interpreted("from playground.kernels.dynamic_canon_triton import dynamic_canon\n"
                     "for shape, res in t.DYN_CASES:\n"
-                    "    t.compare_dynamic(dynamic_canon, 'cpu', torch.float32, shape, res, 1e-4)\n")
+                    "    t.compare_dynamic(dynamic_canon, 'cpu', torch.float32, "
+                    "shape, res, 1e-4)\n")
 
 
 @pytest.mark.gpu
@@ -590,23 +648,26 @@ def test_canon_triton_compiles_without_graph_breaks():
     fn = torch.compile(lambda x, w: op(x, w, None, False, True) * 2, fullgraph=True)
     x = torch.randn(2, 64, 256, device="cuda")
     w = torch.randn(256, 4, device="cuda")
-    torch.testing.assert_close(fn(x, w), 2 * reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(fn(x, w), 2 * reference(x, w, None, False, True),
+                               rtol=1e-4, atol=1e-4)
     fn = torch.compile(lambda x, w: glu(x, w, None, False, True) * 2, fullgraph=True)
-    torch.testing.assert_close(fn(x, w), 2 * glu_reference(x, w, None, False, True), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(fn(x, w), 2 * glu_reference(x, w, None, False, True),
+                               rtol=1e-4, atol=1e-4)
     from playground.kernels import canon_rope_kernel
 
     x, w = torch.randn(2, 64, 3 * 128, device="cuda"), torch.randn(3 * 128, 4, device="cuda")
     inv_freq = torch.rand(16, device="cuda")
     angle = torch.arange(64, device="cuda")[:, None] * inv_freq[None, :]
-    fn = torch.compile(lambda x, w: canon_rope_kernel()(x, w, None, angle.cos(), angle.sin(), False, True, 4, 4) * 2,
+    fn = torch.compile(lambda x, w: canon_rope_kernel()(x, w, None, angle.cos(), angle.sin(), False,
+                                                        True, 4, 4) * 2,
                        fullgraph=True)
-    torch.testing.assert_close(fn(x, w), 2 * rope_reference(x, w, None, False, True, inv_freq, 4, 4),
-                               rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        fn(x, w), 2 * rope_reference(x, w, None, False, True, inv_freq, 4, 4), rtol=1e-4, atol=1e-4)
 
 
 def test_canon_backends_on_the_cpu():
-    """On the CPU every backend but ``triton``, ``fused`` and ``causal_conv1d`` (which need CUDA and say so)
-    is the PyTorch reference: the same logits from the same weights; an unknown backend, and
+    """On the CPU every backend but ``triton``, ``fused`` and ``causal_conv1d`` (which need CUDA and
+    say so) is the PyTorch reference: the same logits from the same weights; an unknown backend, and
     causal_conv1d with a kernel or dynamic filters it does not do, are refused by name."""
     from playground.config import ModelConfig
     from playground.errors import ConfigError
@@ -647,23 +708,31 @@ def test_each_backend_runs_the_fusions_it_names(monkeypatch):
     from playground.mixers.attention import Attention, AttentionConfig
 
     cuda = SimpleNamespace(is_cuda=True)
-    picked = {b: {f: canon.pick_kernel(CanonConfig(backend=b), cuda, lambda: "kernel", f) is not None
-                  for f in (None, "rope", "rope_partial", "glu", "norm")} for b in ("auto", "triton", "fused", "torch")}
-    assert picked == {"auto": {None: True, "rope": True, "rope_partial": False, "glu": False, "norm": True},
-                      "triton": {None: True, "rope": False, "rope_partial": False, "glu": False, "norm": False},
-                      "fused": {None: True, "rope": True, "rope_partial": True, "glu": True, "norm": True},
-                      "torch": {None: False, "rope": False, "rope_partial": False, "glu": False, "norm": False}}
+    picked = {b: {f: canon.pick_kernel(CanonConfig(backend=b), cuda, lambda: "kernel", f)
+                     is not None for f in (None, "rope", "rope_partial", "glu", "norm")}
+              for b in ("auto", "triton", "fused", "torch")}
+    assert picked == {"auto": {None: True, "rope": True, "rope_partial": False, "glu": False,
+                               "norm": True},
+                      "triton": {None: True, "rope": False, "rope_partial": False, "glu": False,
+                                 "norm": False},
+                      "fused": {None: True, "rope": True, "rope_partial": True, "glu": True,
+                                "norm": True},
+                      "torch": {None: False, "rope": False, "rope_partial": False, "glu": False,
+                                "norm": False}}
     asked = []
-    monkeypatch.setattr(canon, "pick_kernel", lambda cfg, x, find, fusion=None: asked.append(fusion))
+    monkeypatch.setattr(canon, "pick_kernel",
+                        lambda cfg, x, find, fusion=None: asked.append(fusion))
     for fraction, heads in [(1.0, 1.0), (0.25, 1.0), (1.0, 0.5), (0.0, 1.0)]:
-        att = Attention(64, 16, AttentionConfig(rope_fraction=fraction, rope_heads=heads), CanonConfig(positions="B"))
+        att = Attention(64, 16, AttentionConfig(rope_fraction=fraction, rope_heads=heads),
+                        CanonConfig(positions="B"))
         assert att.canon_b.rope_heads(torch.zeros(1, 5, 192), att.rotary, att.n_heads) is None
     assert asked == ["rope", "rope_partial", "rope_partial", "rope_partial"]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.skipif(importlib.util.find_spec("causal_conv1d") is None, reason="causal-conv1d is not installed")
+@pytest.mark.skipif(importlib.util.find_spec("causal_conv1d") is None,
+                    reason="causal-conv1d is not installed")
 @pytest.mark.parametrize("width", [512, 1536, 2 * 1344])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])

@@ -30,7 +30,8 @@ def json_rules(name: str) -> dict[str, set[tuple[str, ...]]]:
     """symbol -> rules as strings, straight from the shipped JSON file."""
     with open(DATA / f"{name}.json") as f:
         data = json.load(f)
-    return {str(e["symbol"]): {tuple(map(str, r)) for r in e["rules"]} for lv in data["levels"] for e in lv}
+    return {str(e["symbol"]): {tuple(map(str, r)) for r in e["rules"]}
+            for lv in data["levels"] for e in lv}
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -47,7 +48,8 @@ def test_eval_examples_recomputed_from_tokens_and_tree(preset):
         for sub in tree.subtrees():
             kids = tuple(k.label() if isinstance(k, NTree) else k for k in sub)
             assert kids in rules[sub.label()]
-        depths = [len([p for p in tree.treepositions() if len(p) == d]) for d in range(tree.height())]
+        depths = [len([p for p in tree.treepositions() if len(p) == d])
+                  for d in range(tree.height())]
         assert ex.meta["level_sizes"] == depths and len(depths) == task.grammar.depth + 1
 
 
@@ -76,7 +78,8 @@ def test_config_errors_name_the_key(tmp_path):
         task_from("task=cfg3f", "task.context=300")
     with pytest.raises(ConfigError, match="task.gen_samples"):
         task_from("task=cfg3f", "task.gen_samples=0")
-    assert task_from("task=cfg3f").max_length() == 512 and task_from("task=cfg3k").max_length() == 1459
+    assert (task_from("task=cfg3f").max_length() == 512
+            and task_from("task=cfg3k").max_length() == 1459)
 
 
 def test_long_sentences_are_redrawn(monkeypatch):
@@ -107,9 +110,11 @@ def sentence_ends(windows: list[dict], bos: int, pad: int) -> dict[str, int]:
         ids, targets = w["ids"], w["targets"]
         for i in range(len(ids) - 1):
             if ids[i] not in (bos, pad) and ids[i + 1] in (bos, pad):
-                kind = "padded" if ids[i + 1] == pad else "trained" if targets[i + 1] else "untrained"
+                kind = ("padded" if ids[i + 1] == pad else "trained" if targets[i + 1]
+                        else "untrained")
                 kinds[kind] += 1
-        kinds["edge"] += ids[-1] not in (bos, pad) and k + 1 < len(windows) and windows[k + 1]["ids"][0] == bos
+        kinds["edge"] += (ids[-1] not in (bos, pad) and k + 1 < len(windows)
+                          and windows[k + 1]["ids"][0] == bos)
     return kinds
 
 
@@ -199,8 +204,9 @@ def test_true_distribution_scores_perfectly(tmp_path, one_thread):
     assert abs(m["kl"]) < 1e-6 and abs(m["ent_model"] - m["ent_true"]) < 1e-6
     assert m["mass_outside"] < 1e-6
     pmf = g.length_pmf()
-    mean, std = (pmf * np.arange(len(pmf))).sum(), math.sqrt((pmf * np.arange(len(pmf)) ** 2).sum()
-                                                              - (pmf * np.arange(len(pmf))).sum() ** 2)
+    mean, std = ((pmf * np.arange(len(pmf))).sum(),
+                 math.sqrt((pmf * np.arange(len(pmf)) ** 2).sum()
+                           - (pmf * np.arange(len(pmf))).sum() ** 2))
     assert abs(m["gen_len_mean"] - mean) < 5 * std / math.sqrt(100)
 
 

@@ -29,14 +29,16 @@ BACKBONES = {  # backbone -> (its overrides without Canon, with Canon-ABCD)
     "alibi": (["mixer=alibi", "canon=none"], ["mixer=alibi", "canon=ABCD"]),
     "hard_alibi": (["mixer=hard_alibi", "canon=none"], ["mixer=hard_alibi", "canon=ABCD"]),
     "gla": (["mixer=gla", "canon=none"], ["mixer=gla", "canon=ABCD"]),
-    "mamba2": (["model=mamba2", "mixer=mamba2", "canon=none"], ["model=mamba2_mlp", "mixer=mamba2", "canon=ABCD"]),
+    "mamba2": (["model=mamba2", "mixer=mamba2", "canon=none"],
+               ["model=mamba2_mlp", "mixer=mamba2", "canon=ABCD"]),
     "gdn": (["mixer=gdn", "canon=none"], ["mixer=gdn_noconv", "canon=ABCD"]),
 }
 
 
 @pytest.mark.parametrize("canon", [False, True], ids=["plain", "canon"])
 @pytest.mark.parametrize("backbone", sorted(BACKBONES))
-def test_every_backbone_evaluates_beyond_its_training_context(backbone, canon, make_cfg, tmp_path, one_thread):
+def test_every_backbone_evaluates_beyond_its_training_context(backbone, canon, make_cfg, tmp_path,
+                                                              one_thread):
     summary = run(make_cfg(*TINY, *BACKBONES[backbone][canon]))
     rows = ev.length_gen_run(tmp_path / "run", [1, 2, 4], device="cpu")
     table = pd.DataFrame(rows)
@@ -51,7 +53,8 @@ def test_cli_writes_length_gen_csv_atomically(make_cfg, tmp_path, monkeypatch, o
     run(make_cfg(*TINY, "mixer=rope", "canon=none"))
     written = []
     real = ev.atomic_write
-    monkeypatch.setattr(ev, "atomic_write", lambda path, data: (written.append(path), real(path, data)))
+    monkeypatch.setattr(ev, "atomic_write",
+                        lambda path, data: (written.append(path), real(path, data)))
     ev.main([str(tmp_path / "run"), "eval.length_scales=[1,2]", "device=cpu", "eval_size=8"])
     out = tmp_path / "run" / "length_gen.csv"
     assert written == [out]
@@ -70,7 +73,8 @@ def test_training_writes_length_gen_at_the_end(make_cfg, tmp_path, one_thread):
                            "train.length_scales=[1,2]"))
     written = pd.read_csv(tmp_path / "run" / "length_gen.csv")
     again = pd.DataFrame(ev.length_gen_run(tmp_path / "run", [1, 2], device="cpu"))
-    assert list(written["scale"]) == list(again["scale"]) and list(written["metric"]) == list(again["metric"])
+    assert (list(written["scale"]) == list(again["scale"])
+            and list(written["metric"]) == list(again["metric"]))
     assert written["value"].tolist() == pytest.approx(again["value"].tolist())
     plain = make_cfg(*TINY, "mixer=rope", "canon=ABCD")
     assert runs.config_hash(OmegaConf.to_container(plain, resolve=True)) == summary["config_hash"]
@@ -94,7 +98,8 @@ def test_scales_parse_both_spellings():
     assert ev.parse_scales("[1,2,4]") == ev.parse_scales("1, 2, 4") == [1.0, 2.0, 4.0]
 
 
-def test_bad_scale_fails_before_the_model_is_loaded(make_cfg, tmp_path, monkeypatch, capsys, one_thread):
+def test_bad_scale_fails_before_the_model_is_loaded(make_cfg, tmp_path, monkeypatch, capsys,
+                                                    one_thread):
     """mqar_tiny has 8 one- or two-token keys: 8 × its 6 pairs would need more keys than that
     allows; the error names the key and the task, and no model runs, no file is written."""
     run(make_cfg(*TINY, "mixer=rope", "canon=none"))
@@ -151,7 +156,8 @@ def test_depo_longer_doubles_n_and_context_and_its_answers_check():
         for q in ex.meta["queries"]:  # the answer is the k-th successor along the cycle
             assert q["answer"] == cycle[(cycle.index(q["query"]) + q["k"]) % len(cycle)]
         for span in ex.meta["spans"]:  # and the supervised tokens are that answer
-            assert longer.vocab.decode(ex.tokens[span["start"]:span["end"]]) in {q["answer"] for q in ex.meta["queries"]}
+            assert (longer.vocab.decode(ex.tokens[span["start"]:span["end"]])
+                    in {q["answer"] for q in ex.meta["queries"]})
     again = task.at_length(2).example("eval", 3)  # deterministic from the run's task seed
     assert np.array_equal(again.tokens, longer.example("eval", 3).tokens)
 
@@ -159,12 +165,15 @@ def test_depo_longer_doubles_n_and_context_and_its_answers_check():
 def test_mqar_longer_doubles_pairs_and_context_with_the_same_vocabulary():
     task = task_from("task=mqar_tiny")
     longer = task.at_length(2)
-    assert longer.cfg.pairs == [2 * n for n in task.cfg.pairs] and longer.cfg.context == 2 * task.cfg.context
+    assert (longer.cfg.pairs == [2 * n for n in task.cfg.pairs]
+            and longer.cfg.context == 2 * task.cfg.context)
     assert longer.vocab.pieces == task.vocab.pieces
     ex = longer.example("eval", 0)
-    assert len(ex.meta["pairs"]) == 2 * task.cfg.pairs[-1] and len(ex) <= longer.max_length() <= longer.cfg.context
+    assert (len(ex.meta["pairs"]) == 2 * task.cfg.pairs[-1]
+            and len(ex) <= longer.max_length() <= longer.cfg.context)
     values = {p["key"]: p["value"] for p in ex.meta["pairs"]}
-    assert all(longer.vocab.pieces[ex.tokens[s["start"]]] in values.values() for s in ex.meta["spans"])
+    assert all(longer.vocab.pieces[ex.tokens[s["start"]]] in values.values()
+               for s in ex.meta["spans"])
 
 
 def test_brevo_word_names_grow_and_generate_at_the_longer_context(one_thread):
@@ -184,13 +193,15 @@ def test_report_draws_metric_versus_scale(make_cfg, tmp_path, one_thread):
 
     for name, overrides in (("plain", ["canon=none"]), ("canon", ["canon=ABCD"])):
         run(make_cfg(*TINY, "mixer=rope", *overrides, run=f"results/{name}"))
-        ev.main([str(tmp_path / "results" / name), "eval.length_scales=1,2", "device=cpu", "eval_size=8"])
+        ev.main([str(tmp_path / "results" / name), "eval.length_scales=1,2", "device=cpu",
+                 "eval_size=8"])
     report(["lengthgen", str(tmp_path / "results")])
     out = tmp_path / "results" / "report"
     table = pd.read_csv(out / "lengthgen.csv")
     assert len(table) == 4 and sorted(table["scale"].unique()) == [1, 2]
     assert table["variant"].nunique() == 2 and set(table["metric"]) == {"acc"}
-    assert len(list(out.glob("lengthgen_*.png"))) == 1 and len(list(out.glob("lengthgen_*.svg"))) == 1
+    assert (len(list(out.glob("lengthgen_*.png"))) == 1
+            and len(list(out.glob("lengthgen_*.svg"))) == 1)
 
 
 def test_scaled_config_is_a_copy():
@@ -205,7 +216,8 @@ def test_committed_mini_length_gen_agrees_with_its_runs():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
-    labels = {"rope": "Llama(RoPE)", "rope0.25": "Llama(RoPE¼)", "nope": "Llama(NoPE)", "alibi": "Llama(ALiBi)"}
+    labels = {"rope": "Llama(RoPE)", "rope0.25": "Llama(RoPE¼)", "nope": "Llama(NoPE)",
+              "alibi": "Llama(ALiBi)"}
     primary = {"mqar": "acc", "depo1": "acc_at_K"}
     points = {}
     runs_ = sorted(p for p in (root / "runs" / "length_gen_mini").iterdir() if p.is_dir())
@@ -222,4 +234,5 @@ def test_committed_mini_length_gen_agrees_with_its_runs():
     for r in table.itertuples():
         values = points[(r.variant, r.scale, r.context)]
         assert r.seeds == len(values) == 2
-        assert r.value == pytest.approx(np.mean(values)) and r.spread == pytest.approx(np.std(values, ddof=1))
+        assert (r.value == pytest.approx(np.mean(values))
+                and r.spread == pytest.approx(np.std(values, ddof=1)))

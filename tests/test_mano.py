@@ -25,15 +25,17 @@ def evaluate_prefix(pieces: list[str]) -> tuple[int, int]:
             ops += 1
             if op == "/":
                 assert b != 0, "division by zero reached the data"
-            stack.append({"+": a + b, "-": a - b, "*": a * b, "/": a * (inverse(b) if b else 0)}[op] % 23)
+            stack.append({"+": a + b, "-": a - b, "*": a * b,
+                          "/": a * (inverse(b) if b else 0)}[op] % 23)
         else:
             stack.append(int(p))
     assert len(stack) == 1
     return stack[0], ops
 
 
-@pytest.mark.parametrize("overrides", [("task=mano",), ("task=mano", "task.L=16", "task.division=true"),
-                                       ("task=mano_tiny", "task.augment=true", "task.loss=answer")])
+@pytest.mark.parametrize("overrides",
+                         [("task=mano",), ("task=mano", "task.L=16", "task.division=true"),
+                          ("task=mano_tiny", "task.augment=true", "task.loss=answer")])
 @pytest.mark.parametrize("split", ["train", "eval", "test"])
 def test_values_recomputed(overrides, split):
     task = task_from(*overrides)
@@ -45,9 +47,11 @@ def test_values_recomputed(overrides, split):
         value, ops = evaluate_prefix(pieces[2:-2])
         assert pieces[1].rstrip("'") == f"<len_{ops}>" and ops == ex.meta["l"]
         assert int(pieces[-1]) == value == ex.meta["value"]
-        assert 1 <= ops <= c.L and ops == {"train": ops, "eval": c.L, "test": 1 + index % c.L}[split]
+        assert 1 <= ops <= c.L and ops == {"train": ops, "eval": c.L,
+                                           "test": 1 + index % c.L}[split]
         mask = ex.loss_mask.tolist()
-        assert mask == ([True] * len(pieces) if c.loss == "all" else [False] * (len(pieces) - 2) + [True, True])
+        assert mask == ([True] * len(pieces) if c.loss == "all"
+                        else [False] * (len(pieces) - 2) + [True, True])
 
 
 def test_augment_uses_both_synonyms_and_train_l_is_uniform():
@@ -110,8 +114,8 @@ def parse_prefix(pieces: list[str], at: int = 0) -> tuple[int, int, int]:
     return value, 1 + ops_a + ops_b, at
 
 
-@pytest.mark.parametrize("overrides", [("task=mano",), ("task=mano", "task.L=13", "task.division=true",
-                                                        "task.augment=true")])
+@pytest.mark.parametrize("overrides", [("task=mano",), ("task=mano", "task.L=13",
+                                                        "task.division=true", "task.augment=true")])
 def test_every_eval_example_has_exactly_L_operators(overrides):
     """../shared/TASKS.md: Mano is evaluated at l = L. Every example of the eval set, counted and
     valued by a parser of our own; the diagnostic set covers every l evenly."""

@@ -1,7 +1,7 @@
-"""GLA, Mamba2 and Gated DeltaNet: the chunked forms equal the recurrent forms and an independent quadratic
-recomputation (outputs and gradients, with and without segment resets); every backbone × variant
-is causal, decodes with a cache exactly like a full pass, ignores left padding and keeps packed
-examples apart; initialisation; parameter counts; presets; tiny Depo runs."""
+"""GLA, Mamba2 and Gated DeltaNet: the chunked forms equal the recurrent forms and an independent
+quadratic recomputation (outputs and gradients, with and without segment resets); every backbone ×
+variant is causal, decodes with a cache exactly like a full pass, ignores left padding and keeps
+packed examples apart; initialisation; parameter counts; presets; tiny Depo runs."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def ssd_quadratic(x, dt, a, bm, cm, s0):
     """y_t = C_t·[exp(A Σ_{r<=t} dt_r) S0] + Σ_{s<=t} (C_t·B_s) exp(A Σ_{s<r<=t} dt_r) dt_s x_s."""
     y = torch.zeros_like(x)
     for t in range(x.shape[1]):
-        y[:, t] = (s0 @ cm[:, t, None, :, None]).squeeze(-1) * (dt[:, : t + 1].sum(1) * a).exp()[..., None]
+        y[:, t] = ((s0 @ cm[:, t, None, :, None]).squeeze(-1)
+                   * (dt[:, : t + 1].sum(1) * a).exp()[..., None])
         for s in range(t + 1):
             w = (cm[:, t] * bm[:, s]).sum(-1)[:, None] * (dt[:, s + 1 : t + 1].sum(1) * a).exp()
             y[:, t] += (w * dt[:, s])[..., None] * x[:, s]
@@ -86,9 +87,11 @@ def grads(fn, inputs):
 
 def test_recurrent_forms_match_quadratic_recomputation():
     q, k, v, g, s0 = gla_inputs(0, t=9)
-    torch.testing.assert_close(scan.gla_recurrent(q, k, v, g, 0.7, s0)[0], gla_quadratic(q, k, v, g, 0.7, s0))
+    torch.testing.assert_close(scan.gla_recurrent(q, k, v, g, 0.7, s0)[0],
+                               gla_quadratic(q, k, v, g, 0.7, s0))
     x, dt, a, bm, cm, s0 = ssd_inputs(1, t=9)
-    torch.testing.assert_close(scan.ssd_recurrent(x, dt, a, bm, cm, s0)[0], ssd_quadratic(x, dt, a, bm, cm, s0))
+    torch.testing.assert_close(scan.ssd_recurrent(x, dt, a, bm, cm, s0)[0],
+                               ssd_quadratic(x, dt, a, bm, cm, s0))
 
 
 @pytest.mark.parametrize("chunk", [1, 4, 7, 16, 32])
@@ -129,7 +132,8 @@ def test_resets_isolate_segments_in_both_forms(chunk):
     for lo, hi in zip(starts, starts[1:]):
         alone = scan.gla_recurrent(*(z[:1, :, lo:hi] for z in (q, k, v, g)), 0.5)[0]
         torch.testing.assert_close(got[0][:1, :, lo:hi], alone)
-        alone = scan.ssd_recurrent(*(z[:1, lo:hi] for z in (x, dt)), a, bm[:1, lo:hi], cm[:1, lo:hi])[0]
+        alone = scan.ssd_recurrent(*(z[:1, lo:hi] for z in (x, dt)), a, bm[:1, lo:hi],
+                                   cm[:1, lo:hi])[0]
         torch.testing.assert_close(got[6][:1, lo:hi], alone)  # got: GLA o, S, 4 grads; SSD y, …
 
 
@@ -154,7 +158,8 @@ def _gla(**kw):
 
 
 def _m2(conv="conv1d", mlp="none", **kw):
-    return dict(mixer=Mamba2Config(conv=conv, chunk=8, **kw), mlp=mlp, depth=2 if mlp == "none" else 1)
+    return dict(mixer=Mamba2Config(conv=conv, chunk=8, **kw), mlp=mlp,
+                depth=2 if mlp == "none" else 1)
 
 
 def _gdn(**kw):
@@ -174,16 +179,19 @@ BACKBONES = {
     "mamba2_conv1d_canon_ab": {**_m2(), "positions": "AB"},  # Canon beside its own conv1d
     "mamba2_mimetic": _m2(mimetic=True),
     "mamba2_mlp": _m2(mlp="swiglu"),
-    "mamba2_mlp_noconv1d_abcd_nores": {**_m2("none", mlp="swiglu"), "positions": "ABCD", "residual": False},
+    "mamba2_mlp_noconv1d_abcd_nores": {**_m2("none", mlp="swiglu"), "positions": "ABCD",
+                                       "residual": False},
     # dynamic Canon (filters from the mixer input) and Canon after every linear layer (O, E)
-    "gla_dynamic_b_all_linear": {**_gla(), "positions": "B", "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
+    "gla_dynamic_b_all_linear": {**_gla(), "positions": "B",
+                                 "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
     "mamba2_canon_ab_dynamic": {**_m2("none"), "positions": "AB", "residual": False,
                                 "canon_kw": dict(dynamic="headwise", group=8)},
     "gdn": _gdn(),
     "gdn_noconv": _gdn(conv="none"),
     "gdn_noconv_canon_abcd": {**_gdn(conv="none"), "positions": "ABCD"},
     "gdn_canon_b_nores": {**_gdn(), "positions": "B", "residual": False},  # Canon-B before the conv
-    "gdn_dynamic_b_all_linear": {**_gdn(), "positions": "B", "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
+    "gdn_dynamic_b_all_linear": {**_gdn(), "positions": "B",
+                                 "canon_kw": dict(dynamic="lowrank", after_every_linear=True)},
 }
 
 
@@ -225,7 +233,8 @@ def test_left_padding_is_invisible(name):
         step = model(torch.full((len(PROMPTS), 1), 4), cache)
         for r, p in enumerate(PROMPTS):
             alone = model(torch.tensor([p + [4]]))
-            torch.testing.assert_close(padded[r, width - len(p):], alone[0, :-1], rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(padded[r, width - len(p):], alone[0, :-1],
+                                       rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(step[r], alone[0, -1:], rtol=1e-5, atol=1e-5)
 
 
@@ -236,7 +245,8 @@ def test_isolated_examples_do_not_see_each_other(name):
     model = tiny(name)
     lengths = [[5, 7, 4, 4], [12, 8]]  # the last segment of row 0 is padding (-1)
     ids = torch.randint(1, V, (2, 20), generator=torch.Generator().manual_seed(4))
-    segments = torch.tensor([sum(([i if (r, i) != (0, 3) else -1] * n for i, n in enumerate(row)), [])
+    segments = torch.tensor([sum(([i if (r, i) != (0, 3) else -1] * n
+                                  for i, n in enumerate(row)), [])
                              for r, row in enumerate(lengths)], dtype=torch.int32)
     with torch.no_grad():
         packed = model(ids, segments=segments)
@@ -244,13 +254,15 @@ def test_isolated_examples_do_not_see_each_other(name):
             lo = 0
             for n in row:
                 alone = model(ids[r : r + 1, lo : lo + n])
-                torch.testing.assert_close(packed[r : r + 1, lo : lo + n], alone, rtol=1e-5, atol=1e-5)
+                torch.testing.assert_close(packed[r : r + 1, lo : lo + n], alone,
+                                           rtol=1e-5, atol=1e-5)
                 lo += n
 
 
 # -- parameter counts ----------------------------------------------------------------------------
 
-SIZES = {s: (size_preset(s)["n_layers"], size_preset(s)["d_model"]) for s in PAPER_SIZES}  # conf/size
+SIZES = {s: (size_preset(s)["n_layers"], size_preset(s)["d_model"])
+         for s in PAPER_SIZES}  # conf/size
 DEPO1_VOCAB = 112
 
 
@@ -294,7 +306,8 @@ def test_param_counts_match_llama(size):
     mlp2 = count(d, layers, Mamba2Config(), mlp="swiglu")
     mlp15 = count(d, layers, Mamba2Config(expand=1.5), mlp="swiglu")
     assert mlp2 == mamba2_params(layers, d, mlp=True) and 1.17 < mlp2 / llama < 1.2
-    assert mlp15 == mamba2_params(layers, d, mlp=True, expand=1.5) and abs(mlp15 / llama - 1) <= 0.10
+    assert (mlp15 == mamba2_params(layers, d, mlp=True, expand=1.5)
+            and abs(mlp15 / llama - 1) <= 0.10)
 
 
 # -- initialisation, configs, backends ------------------------------------------------------------
@@ -338,9 +351,11 @@ def test_canon_ab_places_one_canon_a_and_b():
     assert not hasattr(m, "canon_a") and not hasattr(m.conv1d, "weight")
     both = mixers_of(tiny("mamba2_conv1d_canon_ab"))[0]
     assert both.conv1d.weight.shape[0] == 2 * 64 + 2 * 64 and both.canon_b.cfg.residual
-    assert own.param_counts()["canon"] == (64 + 4 * 64 + 144) * (4 + 1) * len(own.blocks)  # taps + bias
+    # taps + bias
+    assert own.param_counts()["canon"] == (64 + 4 * 64 + 144) * (4 + 1) * len(own.blocks)
     dyn = tiny("mamba2_canon_ab_dynamic")
-    assert type(dyn.blocks[0].canon_a).__name__ == type(mixers_of(dyn)[0].canon_b).__name__ == "DynamicCanon"
+    assert (type(dyn.blocks[0].canon_a).__name__ == type(mixers_of(dyn)[0].canon_b).__name__
+            == "DynamicCanon")
     gla = mixers_of(tiny("gla_dynamic_b_all_linear"))[0]
     assert type(gla.canon_b).__name__ == type(gla.canon_o).__name__ == "DynamicCanon"
 
@@ -348,7 +363,8 @@ def test_canon_ab_places_one_canon_a_and_b():
 @pytest.mark.parametrize("cls,key,value", [
     (GLAConfig, "conv", "conv2d"), (GLAConfig, "backend", "cuda"), (GLAConfig, "heads", 0),
     (Mamba2Config, "conv", "canon_c"), (Mamba2Config, "state", 0),
-    (Mamba2Config, "autotune", "none"), (Mamba2Config, "norm_backend", "fused"), (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
+    (Mamba2Config, "autotune", "none"), (Mamba2Config, "norm_backend", "fused"),
+    (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
     (GDNConfig, "heads", 0), (GDNConfig, "chunk", 0), (GDNConfig, "expand_v", 0.0)])
 def test_bad_mixer_values_name_the_key(cls, key, value):
     with pytest.raises(ConfigError, match=f"model.mixer.{key}"):
@@ -363,7 +379,8 @@ def test_bad_values_in_a_composed_config_name_the_key():
 def test_mamba2_norm_backend_triton_is_never_silently_the_reference():
     """Asked for by name, the Triton gated norm fails where it cannot run (here: the CPU), naming
     the key, instead of computing the PyTorch path."""
-    mixer = Mamba2(32, 16, Mamba2Config(heads=2, state=16, norm_backend="triton"), CanonConfig(positions=""))
+    mixer = Mamba2(32, 16, Mamba2Config(heads=2, state=16, norm_backend="triton"),
+                   CanonConfig(positions=""))
     with pytest.raises(RuntimeError, match="model.mixer.norm_backend=triton"):
         mixer(torch.randn(1, 8, 32))
 
@@ -390,7 +407,8 @@ def test_shapes_that_do_not_divide_name_the_key():
 
 def test_cpu_uses_the_reference_and_never_imports_gpu_packages():
     x = torch.zeros(1, 2, 3)
-    assert fast.pick_backend("auto", x.is_cuda, stateful=False, order=("mamba_ssm", "fla")) == "torch"
+    assert fast.pick_backend("auto", x.is_cuda, stateful=False,
+                             order=("mamba_ssm", "fla")) == "torch"
     with pytest.raises(RuntimeError, match="backend=fla"):
         fast.pick_backend("fla", x.is_cuda, stateful=False, order=("fla",))
     before = set(sys.modules)
@@ -414,14 +432,16 @@ def test_the_model_reports_each_mixers_path(monkeypatch, installed, expected):
         model = tiny(name)
         assert model.kernel_paths(torch.device("cuda")) == {name: expected[name]}
         assert model.kernel_paths(torch.device("cpu")) == {name: "torch"}
-    assert build_model(ModelConfig(n_layers=1, d_model=64, mixer=AttentionConfig()), V).kernel_paths(torch.device("cuda")) == {}  # SDPA
+    assert build_model(ModelConfig(n_layers=1, d_model=64, mixer=AttentionConfig()),
+                       V).kernel_paths(torch.device("cuda")) == {}  # SDPA
 
 
 @pytest.fixture
 def fake_mamba_ssm(tmp_path, monkeypatch):
     """Makes a stand-in mamba_ssm package on sys.path — ``init`` as its __init__, ``kernels`` as
     its Triton SSD module — and forgets it (and what ``available`` learnt) afterwards."""
-    def make(init: str, kernels: str = "def mamba_chunk_scan_combined():\n    return 'triton ssd'\n") -> None:
+    def make(init: str,
+             kernels: str = "def mamba_chunk_scan_combined():\n    return 'triton ssd'\n") -> None:
         package = tmp_path / "mamba_ssm"
         (package / "ops" / "triton").mkdir(parents=True)
         (package / "__init__.py").write_text(init)
@@ -438,14 +458,16 @@ def fake_mamba_ssm(tmp_path, monkeypatch):
     fast._available.cache_clear()
 
 
-@pytest.mark.parametrize("init, whole", [("import selective_scan_cuda  # its CUDA extension\n", False),
-                                         ("WHOLE = True\n", True)])
+@pytest.mark.parametrize("init, whole",
+                         [("import selective_scan_cuda  # its CUDA extension\n", False),
+                          ("WHOLE = True\n", True)])
 def test_mamba_ssm_kernels_import_without_its_cuda_extensions(fake_mamba_ssm, init, whole):
     """mamba_ssm installed without its CUDA extensions (MAMBA_SKIP_CUDA_BUILD): its __init__
     fails, its Triton SSD kernels are still used; a whole install is imported as it is."""
     fake_mamba_ssm(init)
     assert fast.available("mamba_ssm")
-    assert fast.kernel_module("mamba_ssm.ops.triton.ssd_combined").mamba_chunk_scan_combined() == "triton ssd"
+    assert (fast.kernel_module("mamba_ssm.ops.triton.ssd_combined").mamba_chunk_scan_combined()
+            == "triton ssd")
     assert hasattr(sys.modules["mamba_ssm"], "WHOLE") == whole
 
 
@@ -455,17 +477,22 @@ def test_the_ssd_kernel_call_keeps_the_compiled_graph_whole(fake_mamba_ssm, recw
     the GPU idle 44 % of the time with the graph broken around every SSD call, after a trace through
     the cached kernel check and autotune restriction). The stand-in kernel is plain torch, so any
     break would be ours."""
-    fake_mamba_ssm("import selective_scan_cuda\n", kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, seq_idx):\n"
-                                          "    return x * dt[..., None] + c.sum(-1, keepdim=True)\n")
+    fake_mamba_ssm("import selective_scan_cuda\n",
+                   kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, seq_idx):\n"
+                           "    return x * dt[..., None] + c.sum(-1, keepdim=True)\n")
 
     def forward(x, dt, a, bm, cm):  # as Mamba2's: the backend is chosen, then called
-        return fast.ssd_mamba(x, dt, a, bm, cm, 64, "restricted") if fast.available("mamba_ssm") else x
+        return (fast.ssd_mamba(x, dt, a, bm, cm, 64, "restricted")
+                if fast.available("mamba_ssm") else x)
 
-    x, dt, bm, cm = torch.randn(2, 8, 3, 4), torch.rand(2, 8, 3), torch.randn(2, 8, 5), torch.randn(2, 8, 5)
+    x, dt, bm, cm = (torch.randn(2, 8, 3, 4), torch.rand(2, 8, 3), torch.randn(2, 8, 5),
+                     torch.randn(2, 8, 5))
     explained = torch._dynamo.explain(forward)(x, dt, -torch.rand(3), bm, cm)
     assert explained.graph_break_count == 0, explained.break_reasons
-    assert not [w for w in recwarn if "lru_cache" in str(w.message)]  # nothing of ours traced through a cache
-    assert torch.equal(forward(x, dt, -torch.rand(3), bm, cm), x * dt[..., None] + cm[:, :, None].sum(-1, keepdim=True))
+    # nothing of ours traced through a cache
+    assert not [w for w in recwarn if "lru_cache" in str(w.message)]
+    assert torch.equal(forward(x, dt, -torch.rand(3), bm, cm),
+                       x * dt[..., None] + cm[:, :, None].sum(-1, keepdim=True))
 
 
 def test_a_package_whose_kernels_do_not_import_is_not_available(fake_mamba_ssm):
@@ -473,7 +500,8 @@ def test_a_package_whose_kernels_do_not_import_is_not_available(fake_mamba_ssm):
     assert not fast.available("mamba_ssm")
 
 
-def test_a_first_kernel_check_under_torch_compile_imports_in_plain_python(tmp_path, monkeypatch, recwarn):
+def test_a_first_kernel_check_under_torch_compile_imports_in_plain_python(tmp_path,
+                                                                          monkeypatch, recwarn):
     """The mixers ask available() in their forward, so in a fresh compiled run the kernel package
     is first imported while dynamo traces. It must be imported in plain Python: traced, its module
     code ran through dynamo (on the GPU, fla's version check failed there and a compiled GLA run
@@ -496,7 +524,8 @@ def test_the_kernel_check_is_a_constant_to_torch_compile(recwarn):
     """The mixers ask fla_gated_backward_ok() in their forward: under torch.compile it is one
     constant (no trace through a cache wrapper, no dynamo warning about it)."""
     f = torch.compile(lambda x: x * 2 if fast.fla_gated_backward_ok() else x, backend="eager")
-    assert torch.equal(f(torch.ones(3)), torch.full((3,), 2.0 if fast.fla_gated_backward_ok() else 1.0))
+    assert torch.equal(f(torch.ones(3)),
+                       torch.full((3,), 2.0 if fast.fla_gated_backward_ok() else 1.0))
     assert not [w for w in recwarn if "lru_cache" in str(w.message)]
 
 
@@ -523,7 +552,8 @@ def test_restricted_autotune_takes_the_config_tuned_on_a_hopper(monkeypatch):
     cfg = lambda w, s, bk: SimpleNamespace(num_warps=w, num_stages=s, kwargs={"BK": bk, "BN": 64})
     configs = [cfg(w, s, bk) for bk in (32, 64) for w in (2, 4, 8) for s in (2, 3, 4)]
     monkeypatch.setitem(fast.TUNED, "k", ({"BK": 64, "BN": 64}, 8, 4))
-    assert [(c.num_warps, c.num_stages, c.kwargs["BK"]) for c in fast._keep(configs, 2, "k")] == [(8, 4, 64)]
+    assert ([(c.num_warps, c.num_stages, c.kwargs["BK"]) for c in fast._keep(configs, 2, "k")]
+            == [(8, 4, 64)])
     monkeypatch.setitem(fast.TUNED, "k", ({"BK": 128}, 4, 4))  # not offered by this version
     got = [(c.num_warps, c.num_stages, c.kwargs["BK"]) for c in fast._keep(configs, 2, "k")]
     assert got == [(4, 2, 32), (4, 2, 64)]
@@ -588,4 +618,5 @@ def test_bench_params_prints_the_table(capsys):
     assert "| Llama (RoPE) | 25,027,072 (1.000×, 8 blocks) |" in out
     assert f"| GLA | {gla_params(8, 512):,} " in out
     assert f"| Mamba2 (2× layers, no MLP) | {mamba2_params(8, 512, mlp=False):,} " in out
-    assert "| GDN | 25,093,696 (1.003×, 8 blocks) |" in out and "| GDN (no conv) + Canon-ABCD | " in out
+    assert ("| GDN | 25,093,696 (1.003×, 8 blocks) |" in out
+            and "| GDN (no conv) + Canon-ABCD | " in out)

@@ -80,7 +80,8 @@ def test_fla_gla_matches_reference(dtype, isolated):
     dout = torch.randn(inputs[2].shape, device="cuda")
     scale = 96 ** -0.5
     ref_fn = lambda q, k, v, g: scan.gla_chunked(
-        *(z.float().transpose(1, 2) for z in (q, k, v, g)), scale, 16, resets=resets)[0].transpose(1, 2)
+        *(z.float().transpose(1, 2) for z in (q, k, v, g)), scale, 16,
+        resets=resets)[0].transpose(1, 2)
     ref = run_with_grads(ref_fn, inputs, dout)
     got = run_with_grads(lambda q, k, v, g: fast.gla_fla(q, k, v, g, scale, "restricted", resets),
                          inputs, dout)
@@ -146,7 +147,8 @@ def _gdn_check(dtype, shape, isolated, with_grads: bool):
     resets = packed_resets(b, t) if isolated else None
     scale = 96 ** -0.5
     ref_fn = lambda q, k, v, g, beta: scan.gdn_chunked(
-        *(z.float().transpose(1, 2) for z in (q, k, v, g, beta)), scale, 64, resets=resets)[0].transpose(1, 2)
+        *(z.float().transpose(1, 2) for z in (q, k, v, g, beta)), scale, 64,
+        resets=resets)[0].transpose(1, 2)
     got_fn = lambda q, k, v, g, beta: fast.gdn_fla(q, k, v, g, beta, scale, "restricted", resets)
     if not with_grads:
         with torch.no_grad():
@@ -183,7 +185,8 @@ def _module_pair(kind: str, backend: str, canon: str, **fast_cfg):
     cfg_cls, cls = MIXERS[kind]
     torch.manual_seed(0)
     ref = cls(768, 64, cfg_cls(backend="torch"), CanonConfig(positions=canon)).cuda()
-    fast_mod = cls(768, 64, cfg_cls(backend=backend, **fast_cfg), CanonConfig(positions=canon)).cuda()
+    fast_mod = cls(768, 64, cfg_cls(backend=backend, **fast_cfg),
+                   CanonConfig(positions=canon)).cuda()
     fast_mod.load_state_dict(ref.state_dict())
     return ref, fast_mod
 
@@ -192,7 +195,8 @@ def _module_pair(kind: str, backend: str, canon: str, **fast_cfg):
     pytest.param("gla", "fla", "", {}, marks=needs("fla")),
     pytest.param("gla", "fla", "B", {}, marks=needs("fla")),
     pytest.param("mamba2", "fla", "", {}, marks=[needs("fla"), pytest.mark.skipif(
-        not fast.fla_gated_backward_ok(), reason="fla refuses the gated backward here (fla #640)")]),
+        not fast.fla_gated_backward_ok(),
+        reason="fla refuses the gated backward here (fla #640)")]),
     pytest.param("mamba2", "mamba_ssm", "B", {}, marks=needs("mamba_ssm")),
     pytest.param("mamba2", "torch", "", {"norm_backend": "triton"}),
     pytest.param("mamba2", "mamba_ssm", "", {"norm_backend": "triton"}, marks=needs("mamba_ssm")),
@@ -202,8 +206,8 @@ def _module_pair(kind: str, backend: str, canon: str, **fast_cfg):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, fast_cfg, dtype):
     """Whole mixers at 12L768D width: outputs, input and weight gradients, fp32 and bf16 autocast
-    (Mamba2 also with the D skip and gated norm in ``playground::gated_norm``, ``norm_backend=triton``,
-    beside the PyTorch SSD and beside mamba_ssm's)."""
+    (Mamba2 also with the D skip and gated norm in ``playground::gated_norm``,
+    ``norm_backend=triton``, beside the PyTorch SSD and beside mamba_ssm's)."""
     ref, fast_mod = _module_pair(kind, backend, canon, **fast_cfg)
     x = torch.randn(2, 2048, 768, device="cuda")
     dout = torch.randn_like(x)
@@ -233,7 +237,8 @@ def test_cached_decoding_on_cuda_matches_kernel_forward(kind):
     with torch.no_grad():
         full = model(ids)  # the kernel path
         cache = model.new_cache()  # the PyTorch chunked/recurrent path
-        steps = [model(ids[:, :150], cache)] + [model(ids[:, i : i + 1], cache) for i in range(150, 200)]
+        steps = [model(ids[:, :150], cache)] + [model(ids[:, i : i + 1], cache)
+                                                for i in range(150, 200)]
     assert rel_err(torch.cat(steps, 1), full) < TOL[torch.float32]
 
 
@@ -274,7 +279,8 @@ def test_first_training_step_on_a_cold_triton_cache_is_under_60s(kind, tmp_path)
     assert seconds < 60, f"{kind}: first step took {seconds:.0f} s"
 
 
-@pytest.mark.parametrize("kind", [pytest.param("gla", marks=needs("fla")), pytest.param("mamba2", marks=needs("fla"))])
+@pytest.mark.parametrize("kind", [pytest.param("gla", marks=needs("fla")),
+                                  pytest.param("mamba2", marks=needs("fla"))])
 def test_training_under_cuda_graphs_matches_compiled_training(kind):
     """``train.compile_mode=reduce-overhead`` (CUDA graphs; the performance table's GLA and Mamba2
     rows) trains as the plainly compiled model does: the same losses over four steps (packed
@@ -290,7 +296,8 @@ def test_training_under_cuda_graphs_matches_compiled_training(kind):
     g = torch.Generator().manual_seed(0)
     batches = [(torch.randint(0, 50, (4, 512), generator=g), torch.rand(4, 512, generator=g) < 0.9,
                 torch.cumsum(torch.rand(4, 512, generator=g) < 1 / 100, 1)) for _ in range(4)]
-    flat = lambda model: torch.cat([p.detach().flatten().float() for p in model.parameters()])  # noqa: E731
+    flat = lambda model: torch.cat([p.detach().flatten().float()  # noqa: E731
+                                    for p in model.parameters()])
     losses, updates = {}, {}
     for mode in ("default", "reduce-overhead"):
         t = TrainConfig(compile=True, compile_mode=mode, batch_size=4, lr=1e-3)

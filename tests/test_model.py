@@ -16,7 +16,8 @@ from playground.mixers.attention import AttentionConfig
 from playground.model import build_model
 
 CANON_SUBSETS = ["".join(s) for r in range(5) for s in itertools.combinations("ABCD", r)]
-ROPES = {"rope": (1.0, 1.0), "nope": (0.0, 1.0), "rope_quarter": (0.25, 1.0), "rope_half_heads": (1.0, 0.5)}
+ROPES = {"rope": (1.0, 1.0), "nope": (0.0, 1.0), "rope_quarter": (0.25, 1.0),
+         "rope_half_heads": (1.0, 0.5)}
 V = 23
 
 
@@ -36,7 +37,8 @@ def test_causality(positions, rope):
 
 
 @pytest.mark.parametrize("positions,rope,mlp", [("", "rope", "swiglu"), ("ABCD", "rope", "swiglu"),
-                                                ("ABCD", "nope", "gelu"), ("BD", "rope_quarter", "swiglu"),
+                                                ("ABCD", "nope", "gelu"),
+                                                ("BD", "rope_quarter", "swiglu"),
                                                 ("AC", "rope_half_heads", "gelu")])
 def test_cached_decoding_equals_full_forward(positions, rope, mlp):
     model = tiny(positions, rope, mlp, activation="silu", bias=True)
@@ -66,14 +68,16 @@ def test_canon_variants():
     nores = Canon(4, CanonConfig(positions="A", residual=False))
     torch.testing.assert_close(nores(x), causal_conv(x, nores.weight, None))
     silu = Canon(4, CanonConfig(positions="A", activation="silu"))
-    torch.testing.assert_close(silu(x), x + torch.nn.functional.silu(causal_conv(x, silu.weight, None)))
+    torch.testing.assert_close(silu(x),
+                               x + torch.nn.functional.silu(causal_conv(x, silu.weight, None)))
 
 
 def test_rotary_options():
     x = torch.randn(1, 4, 6, 16)
     assert torch.equal(Rotary(4, 16, 0.0, 1.0)(x, 0), x)  # NoPE
     quarter = Rotary(4, 16, 0.25, 1.0)(x, 3)
-    assert torch.equal(quarter[..., 4:], x[..., 4:]) and not torch.equal(quarter[..., :4], x[..., :4])
+    assert (torch.equal(quarter[..., 4:], x[..., 4:])
+            and not torch.equal(quarter[..., :4], x[..., :4]))
     half_heads = Rotary(4, 16, 1.0, 0.5)(x, 3)
     assert torch.equal(half_heads[:, 2:], x[:, 2:]) and not torch.equal(half_heads[:, :2], x[:, :2])
     # full RoPE: q·k depends on the relative position only
@@ -83,7 +87,8 @@ def test_rotary_options():
     torch.testing.assert_close(torch.stack(dot), dot[0].expand(3), rtol=1e-4, atol=1e-4)
 
 
-SIZES = {s: (size_preset(s)["n_layers"], size_preset(s)["d_model"]) for s in PAPER_SIZES}  # conf/size
+SIZES = {s: (size_preset(s)["n_layers"], size_preset(s)["d_model"])
+         for s in PAPER_SIZES}  # conf/size
 
 
 def expected_params(layers: int, d: int, vocab: int, canon: str) -> int:

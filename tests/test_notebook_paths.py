@@ -28,9 +28,12 @@ def test_results_folder(tmp_path, monkeypatch):
     (tmp_path / "results" / "b").mkdir(parents=True)
     notebooks = tmp_path / "notebooks"
     assert results_folder(tmp_path / "x", notebooks) == tmp_path / "x"  # absolute: as given
-    assert results_folder("results/a", notebooks) == notebooks / "results" / "a"  # the working directory first
-    assert results_folder("results/b", notebooks) == tmp_path / "results" / "b"  # then the repository root
-    assert results_folder("results/c", notebooks) == notebooks / "results" / "c"  # neither: where it was looked for
+    # the working directory first
+    assert results_folder("results/a", notebooks) == notebooks / "results" / "a"
+    # then the repository root
+    assert results_folder("results/b", notebooks) == tmp_path / "results" / "b"
+    # neither: where it was looked for
+    assert results_folder("results/c", notebooks) == notebooks / "results" / "c"
     monkeypatch.chdir(notebooks)
     assert results_folder("results/b") == tmp_path / "results" / "b"
 
@@ -41,7 +44,8 @@ def execute_first_cells(results: str, tmp_path: Path):
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nb.cells = nb.cells[:2]
-    env_cell = nbformat.v4.new_code_cell(f"import os\nos.environ['PLAYGROUND_RESULTS'] = {results!r}")
+    env_cell = nbformat.v4.new_code_cell("import os\n"
+                                         f"os.environ['PLAYGROUND_RESULTS'] = {results!r}")
     nb.cells.insert(0, env_cell)
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(NOTEBOOK.parent)}})
@@ -67,8 +71,8 @@ def test_canons_gain_by_size_shows_negative_gains():
     shown = []
     cells = pd.DataFrame({"panel": "p", "row": "N=8", "size": ["2L64D", "2L64D", "4L64D", "4L64D"],
                           "canon": ["none", "abcd_res"] * 2, "value": [0.6, 0.4, 0.2, 0.5]})
-    exec(cell(6), {"cells": cells, "aggregate": aggregate, "plots": plots, "display": lambda _: None,
-                   "show": shown.append})
+    exec(cell(6), {"cells": cells, "aggregate": aggregate, "plots": plots,
+                   "display": lambda _: None, "show": shown.append})
     ax = shown[0].axes[0]
     heights = sorted(round(p.get_height(), 6) for p in ax.patches)
     assert heights == [-20.0, 30.0] and ax.get_ylim()[0] < -20 < 30 < ax.get_ylim()[1]
@@ -81,4 +85,5 @@ def test_a_run_with_one_eval_point_is_drawn(tmp_path):
     runs = pd.DataFrame([{"run": "one_eval", "run_dir": str(tmp_path)}])
     exec(cell(8), {"runs": runs, "pd": pd, "Path": Path, "plots": plots, "show": shown.append})
     lines = shown[0].axes[0].get_lines()
-    assert len(lines) == 2 and all(line.get_marker() == "o" and len(line.get_xdata()) == 1 for line in lines)
+    assert len(lines) == 2 and all(line.get_marker() == "o" and len(line.get_xdata()) == 1
+                                   for line in lines)

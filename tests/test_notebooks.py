@@ -1,4 +1,5 @@
-"""The analysis notebook runs top to bottom on the results fixture, and is stored without outputs."""
+"""The analysis notebook runs top to bottom on the results fixture,
+and is stored without outputs."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "analysis.ipyn
 def test_notebook_is_stored_without_outputs():
     nbformat = pytest.importorskip("nbformat")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code")
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells
+               if c.cell_type == "code")
 
 
 def test_notebook_executes_on_the_fixture(monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    monkeypatch.setenv("PLAYGROUND_RESULTS", str(Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"))
+    monkeypatch.setenv("PLAYGROUND_RESULTS",
+                       str(Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",

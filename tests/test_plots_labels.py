@@ -57,12 +57,15 @@ def test_heatmap_has_a_colour_bar_and_says_what_a_cell_is():
     assert texts(plain) == ["50.0%\n±5.0 n=2", "not run", "50.0%\nn=1", "not run"]
     assert len(gids(plain, "one-seed")) == 1 and len(gids(plain, "not-run")) == 2
     assert gids(plain, "one-seed")[0].get_xy() == (-0.5, 0.5)  # the L=4, 8L512D cell
-    assert texts(canon)[:2] == ["90.0%\n±2.0 n=3", "50.0%\n±5.0 n=2"] and not gids(canon, "one-seed")
-    assert [t.get_text() for t in plain.get_xticklabels()] == ["8L512D", "12L768D"]  # sizes run only
+    assert (texts(canon)[:2] == ["90.0%\n±2.0 n=3", "50.0%\n±5.0 n=2"]
+            and not gids(canon, "one-seed"))
+    # sizes run only
+    assert [t.get_text() for t in plain.get_xticklabels()] == ["8L512D", "12L768D"]
 
 
 def test_heatmap_title_names_every_lr_when_cells_chose_between_them():
-    cells = pd.DataFrame([cell("L=3", "8L512D", lr=5e-4, n_finished=4), cell("L=4", "8L512D", lr=1e-3)])
+    cells = pd.DataFrame([cell("L=3", "8L512D", lr=5e-4, n_finished=4),
+                          cell("L=4", "8L512D", lr=1e-3)])
     mean = flat(plots.heatmap_figure(cells, "mano", agg="mean", lrs=[5e-4, 1e-3]).get_suptitle())
     assert "best lr (lrs run: 5e-4, 1e-3)" in mean and "2 seeds per cell" in mean
     best = plots.heatmap_figure(cells, "mano", agg="best", lrs=[5e-4, 1e-3])
@@ -81,7 +84,8 @@ def test_a_metric_other_than_accuracy_has_its_own_colour_scale():
 
 
 def test_depo_heatmap_explains_the_cell_format_and_chance():
-    cells = pd.DataFrame([cell(f"N={n}", "8L512D", panel="depo1_K4", value=0.4, value2=0.8) for n in (10, 20)])
+    cells = pd.DataFrame([cell(f"N={n}", "8L512D", panel="depo1_K4", value=0.4, value2=0.8)
+                          for n in (10, 20)])
     fig = plots.heatmap_figure(cells, "depo1_K4", agg="mean", lrs=[1e-3])
     caption = flat(fig.get_supxlabel())
     assert "a/b% = accuracy at k = K = 4 / accuracy at k = K/2 = 2" in caption
@@ -111,7 +115,8 @@ def versus(rows_ours, rows_paper, sizes=("8L512D", "8L768D")) -> pd.DataFrame:
         for size in sizes:
             mine = size == "8L512D"
             out.append({"figure": 7, "panel": "mano", "architecture": "llama_rope", "canon": "none",
-                        "row_paper": paper, "size": size, "value_paper": 0.6, "value2_paper": np.nan,
+                        "row_paper": paper, "size": size, "value_paper": 0.6,
+                        "value2_paper": np.nan,
                         "row_index": i, "row_ours": ours if mine else np.nan,
                         "value_ours": 0.2 if mine else np.nan, "value2_ours": np.nan,
                         "status": "finished" if mine else "missing"})
@@ -150,11 +155,13 @@ def test_curves_of_one_eval_point_draw_markers():
     fig = plots.curves_figure({"run": evals})
     lines = fig.axes[0].get_lines()
     assert [line.get_label() for line in lines] == ["k=1", "k=2"]
-    assert all(line.get_marker() not in (None, "None", "") and len(line.get_xdata()) == 1 for line in lines)
+    assert all(line.get_marker() not in (None, "None", "") and len(line.get_xdata()) == 1
+               for line in lines)
 
 
 def test_lengthgen_lines_can_be_told_apart():
-    rows = [{"variant": f"v{i}", "scale": s, "value": 1.0, "spread": 0.0} for i in range(7) for s in (1, 2, 4)]
+    rows = [{"variant": f"v{i}", "scale": s, "value": 1.0, "spread": 0.0}
+            for i in range(7) for s in (1, 2, 4)]
     fig = plots.lengthgen_figure(pd.DataFrame(rows), "mqar", "acc")
     lines = [container.lines[0] for container in fig.axes[0].containers]  # errorbar's data lines
     assert len(lines) == 7

@@ -77,7 +77,8 @@ def checkout(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name,path", [("rope", False), ("mamba2", False), ("my_pkg.mod:Cls", True),
-                                       ("my_pkg.mod.Cls", True), ("depo1_K4", False), ("a:b:c", False)])
+                                       ("my_pkg.mod.Cls", True), ("depo1_K4", False),
+                                       ("a:b:c", False)])
 def test_is_path(name, path):
     assert is_path(name) is path
 
@@ -89,14 +90,17 @@ def test_a_mixer_by_its_dotted_path(checkout, override):
     path = override.partition("=")[2]
     cfg = to_objects(compose([override, "model.mixer.scale=2.0", "size=2L64D"]))
     assert type(cfg.model.mixer).__name__ == "HalfRopeConfig"
-    assert (cfg.model.mixer.name, cfg.model.mixer.scale, cfg.model.mixer.rope_fraction) == (path, 2.0, 0.5)
+    assert ((cfg.model.mixer.name, cfg.model.mixer.scale, cfg.model.mixer.rope_fraction)
+            == (path, 2.0, 0.5))
     assert type(build_model(cfg.model, 16).blocks[0].mixer).__name__ == "HalfRope"
 
 
-@pytest.mark.parametrize("override", ["task=my_pkg.my_task:ShortDepo", "task.name=my_pkg.my_task:ShortDepo"])
+@pytest.mark.parametrize("override",
+                         ["task=my_pkg.my_task:ShortDepo", "task.name=my_pkg.my_task:ShortDepo"])
 def test_a_task_by_its_dotted_path(checkout, override):
     cfg = to_objects(compose([override, "task.N=6"]))
-    assert (cfg.task.name, cfg.task.N, cfg.task.preset) == ("my_pkg.my_task:ShortDepo", 6, "shortdepo")
+    assert ((cfg.task.name, cfg.task.N, cfg.task.preset)
+            == ("my_pkg.my_task:ShortDepo", 6, "shortdepo"))
     assert type(build_task(cfg.task)).__name__ == "ShortDepo"
 
 
@@ -121,8 +125,8 @@ def console_script() -> list[str]:
 
 def test_trains_resumes_and_evaluates_from_the_checkout(checkout):
     out = checkout / "run"
-    args = [*console_script(), "task=my_pkg.my_task:ShortDepo", "model.mixer.name=my_pkg.my_mixer:HalfRope",
-            *TINY, f"out_dir={out}"]
+    args = [*console_script(), "task=my_pkg.my_task:ShortDepo",
+            "model.mixer.name=my_pkg.my_mixer:HalfRope", *TINY, f"out_dir={out}"]
     first = subprocess.run(args, cwd=checkout, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
     summary = runs.read_json(out / "summary.json")
@@ -131,7 +135,8 @@ def test_trains_resumes_and_evaluates_from_the_checkout(checkout):
     assert summary["record"]["arch"]["scale"] == 1.0
     again = subprocess.run(args, cwd=checkout, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "already finished" in again.stdout, again.stdout + again.stderr
-    evaluate = subprocess.run([sys.executable, "-m", "playground.run.evaluate", str(out), "device=cpu"],
+    evaluate = subprocess.run([sys.executable, "-m", "playground.run.evaluate", str(out),
+                               "device=cpu"],
                               cwd=checkout, capture_output=True, text=True, timeout=300)
     assert evaluate.returncode == 0, evaluate.stderr[-3000:]
     assert runs.read_json(out / "eval.json")["metrics"] == summary["metrics"]

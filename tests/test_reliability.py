@@ -25,7 +25,8 @@ STEPS = 60
 
 
 def cmd(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "playground.run.train", *TINY, f"train.steps={STEPS}", f"out_dir={out}", *extra]
+    return [sys.executable, "-m", "playground.run.train", *TINY, f"train.steps={STEPS}",
+            f"out_dir={out}", *extra]
 
 
 def records(out: Path) -> list[dict]:
@@ -44,8 +45,8 @@ LOSS_REL = 1e-4
 
 
 def losses_match(got: list[dict], want: list[dict]) -> bool:
-    return [r["loss"] for r in got if "loss" in r] == pytest.approx([r["loss"] for r in want if "loss" in r],
-                                                                    rel=LOSS_REL, abs=0)
+    return [r["loss"] for r in got if "loss" in r] == pytest.approx(
+        [r["loss"] for r in want if "loss" in r], rel=LOSS_REL, abs=0)
 
 
 def assert_same_run(got: list[dict], want: list[dict]) -> None:
@@ -165,7 +166,8 @@ def test_sweep_isolates_crash_divergence_and_invalid_points(tmp_path):
     assert status["fine"]["status"] == "finished"
     assert status["crash"]["status"] == "failed" and "cuda" in status["crash"]["error"].lower()
     assert status["diverge"]["status"] == "diverged" and "non-finite" in status["diverge"]["error"]
-    assert status["invalid"]["status"] == "invalid" and "train.schedule" in status["invalid"]["error"]
+    assert (status["invalid"]["status"] == "invalid"
+            and "train.schedule" in status["invalid"]["error"])
     for name in points:  # never a NaN or infinity in a result file
         for path in (sweep / name).glob("*.json*"):
             assert "NaN" not in path.read_text() and "Infinity" not in path.read_text()
@@ -220,7 +222,8 @@ def test_all_problems_reported_at_once():
     with pytest.raises(ConfigError) as info:
         to_objects(compose(["model.canon.kernel=9", "train.schedule=step", "wandb.mode=cloud"]))
     text = str(info.value)
-    assert "3 problems" in text and all(k in text for k in ("model.canon.kernel", "train.schedule", "wandb.mode"))
+    assert ("3 problems" in text
+            and all(k in text for k in ("model.canon.kernel", "train.schedule", "wandb.mode")))
 
 
 def test_a_second_writer_of_a_run_is_refused_naming_the_first(tmp_path):
@@ -233,7 +236,8 @@ def test_a_second_writer_of_a_run_is_refused_naming_the_first(tmp_path):
         with pytest.raises(runs.RunLocked, match=f"pid {os.getpid()}"):
             with runs.writer_lock(out):  # a second open file description: refused even in-process
                 pass
-        second = subprocess.run(cmd(out, "train.steps=3"), capture_output=True, text=True, timeout=300)
+        second = subprocess.run(cmd(out, "train.steps=3"), capture_output=True, text=True,
+                                timeout=300)
         assert second.returncode == 2 and f"pid {os.getpid()}" in second.stderr, second.stderr
         assert sorted(p.name for p in out.iterdir()) == [runs.WRITER]
     assert not (out / runs.WRITER).exists()
@@ -254,7 +258,8 @@ def test_eval_refuses_a_config_edited_after_the_run(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         eval_main([str(out), "device=cpu"])
     assert exit_.value.code == 2
-    assert "does not match the config hash" in capsys.readouterr().err and not (out / "eval.json").exists()
+    assert ("does not match the config hash" in capsys.readouterr().err
+            and not (out / "eval.json").exists())
 
 
 def test_a_damaged_metrics_line_is_reported_by_file_and_line(tmp_path):
@@ -294,7 +299,8 @@ def test_damaged_summary_or_config_is_named_and_a_report_skips_it(tmp_path, caps
     (bad / "summary.json").unlink()
     (bad / "config.yaml").write_text("task: [unclosed\n")
     again = subprocess.run(cmd(bad, "train.steps=3"), capture_output=True, text=True)
-    assert again.returncode == 2 and "config.yaml is damaged" in again.stderr and "Traceback" not in again.stderr
+    assert (again.returncode == 2 and "config.yaml is damaged" in again.stderr
+            and "Traceback" not in again.stderr)
 
 
 def test_the_files_a_killed_run_leaves_are_cleaned_on_its_next_start(tmp_path):
@@ -304,7 +310,8 @@ def test_the_files_a_killed_run_leaves_are_cleaned_on_its_next_start(tmp_path):
     out = tmp_path / "run"
     subprocess.run(cmd(out, "train.steps=6"), check=True, capture_output=True)
     kept = runs.checkpoint_paths(out / "checkpoints")
-    stale = [out / ".summary.json.abc123.tmp", out / "checkpoints" / ".step_00000009.pt.sha256.x1.tmp",
+    stale = [out / ".summary.json.abc123.tmp",
+             out / "checkpoints" / ".step_00000009.pt.sha256.x1.tmp",
              out / "checkpoints" / ".tmp_zz.part", out / "checkpoints" / "step_00000009.pt"]
     for path in stale:
         path.write_bytes(b"left by a kill")
@@ -320,7 +327,8 @@ def test_divergence_is_one_line_not_a_traceback(tmp_path):
     """train.lr=1e3: the run is recorded diverged and the user reads one line saying where and
     why, with exit status 1."""
     out = tmp_path / "run"
-    done = subprocess.run(cmd(out, "train.lr=1e3", "train.steps=20"), capture_output=True, text=True)
+    done = subprocess.run(cmd(out, "train.lr=1e3", "train.steps=20"),
+                          capture_output=True, text=True)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     line = [x for x in done.stderr.splitlines() if "diverged" in x]
     assert len(line) == 1 and "non-finite" in line[0] and str(out) in line[0]
@@ -342,9 +350,11 @@ def test_eval_falls_back_past_a_corrupt_latest_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("argv", [
-    [sys.executable, "-m", "playground.run.train", *TINY, "train.steps=3", "out_dir=/proc/playground/run"],
+    [sys.executable, "-m", "playground.run.train", *TINY, "train.steps=3",
+     "out_dir=/proc/playground/run"],
     [sys.executable, "-m", "playground.report.cli", "table", "RUNS", "out=/proc/playground/report"],
-    [sys.executable, "-m", "playground.data.cli", "dump", "task=depo_tiny", "count=2", "out=/proc/playground/d.jsonl"],
+    [sys.executable, "-m", "playground.data.cli", "dump", "task=depo_tiny", "count=2",
+     "out=/proc/playground/d.jsonl"],
 ])
 def test_unwritable_outputs_are_refused_up_front(tmp_path, argv):
     """An output location where nothing can be written (/proc: not even root can) is refused

@@ -35,7 +35,8 @@ def capo_summary(N, size, lr, params, bits, status="finished") -> dict:
                "bits_upper": 1e6, "p1": 5.0, "p2": 30.0}
     record = {"task": {"family": "capo", "preset": "capo_tiny", "difficulty": {"N": N, "E": 100},
                        "heatmap": False, "metric": "bits"},
-              "arch": {"mixer": "attention", "label": "rope"}, "canon": {"label": "none", "positions": ""},
+              "arch": {"mixer": "attention", "label": "rope"},
+              "canon": {"label": "none", "positions": ""},
               "size": {"label": size}, "lr": lr, "seed": 0}
     return {"record": record, "step": 300, "status": status, "params": {"total": int(params) + 7},
             **({"metrics": metrics} if status == "finished" else {"error": "boom"})}
@@ -47,10 +48,12 @@ def results(tmp_path):
     for i, row in enumerate(CAPO):  # sizes hold a '/', so run dirs nest like real ones
         N, size, lr, *_ = row
         write_run(root / f"capo_N{N}_{size}_lr{lr:g}_{i}", capo_summary(*row),
-                  {"task": {"name": "capo", "N": N, "E": 100}, "train": {"lr": lr}, "hydra": {"x": 1}})
+                  {"task": {"name": "capo", "N": N, "E": 100}, "train": {"lr": lr},
+                   "hydra": {"x": 1}})
     write_run(root / "failed", capo_summary(100, "capo/4-4", 1e-3, 1, 0, status="failed"),
               {"task": {"name": "capo", "N": 100}})
-    write_run(root / "depo", {"record": {"task": {"family": "depo"}}, "status": "finished", "metrics": {"acc": 1.0}},
+    write_run(root / "depo", {"record": {"task": {"family": "depo"}}, "status": "finished",
+                              "metrics": {"acc": 1.0}},
               {"task": {"name": "depo", "N": 8}})
     return root
 
@@ -58,11 +61,12 @@ def results(tmp_path):
 def test_load_runs_flattens_summary_and_config(results):
     df = load_runs(results)
     assert len(df) == len(CAPO) + 2
-    assert {"status", "metrics.bits", "params.total", "record.task.difficulty.N", "config.task.N", "config.train.lr",
-            "run_dir", "run"} <= set(df.columns)
+    assert {"status", "metrics.bits", "params.total", "record.task.difficulty.N", "config.task.N",
+            "config.train.lr", "run_dir", "run"} <= set(df.columns)
     assert not any(c.startswith("config.hydra") for c in df.columns)
     row = df[df["run"] == "capo_N100_capo/2-2_lr0.001_1"].iloc[0]
-    assert row["metrics.bits"] == 3.0e3 and row["config.task.N"] == 100 and row["params.total"] == 4e5 + 7
+    assert (row["metrics.bits"] == 3.0e3 and row["config.task.N"] == 100
+            and row["params.total"] == 4e5 + 7)
 
 
 def test_capo_table_keeps_the_best_lr(results):
@@ -77,7 +81,8 @@ def test_plotted_numbers_are_the_summaries(results):
     fig = plot_capo(capo_table(load_runs(results)))
     lines = {line.get_gid(): line for line in fig.axes[0].get_lines()}
     for N in (100, 1000):
-        expect = sorted((p, b) for n, _, lr, p, b in CAPO if n == N and b > 0 and not (N == 1000 and lr == 5e-4))
+        expect = sorted((p, b) for n, _, lr, p, b in CAPO
+                        if n == N and b > 0 and not (N == 1000 and lr == 5e-4))
         line = lines[f"series:N={N:,}"]
         assert list(zip(line.get_xdata(), line.get_ydata())) == expect
         assert set(lines[f"upper:N={N:,}"].get_ydata()) == {1e6}  # the summaries' bits_upper
@@ -93,13 +98,15 @@ def test_cli_writes_png_svg_csv(results, tmp_path, capsys):
     assert (out / "capo_bits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in (out / "capo_bits.svg").read_bytes()
     csv = pd.read_csv(out / "capo_bits.csv")
-    records = [(runs.read_json(p)["record"], runs.read_json(p)) for p in results.rglob("summary.json")]
+    records = [(runs.read_json(p)["record"], runs.read_json(p))
+               for p in results.rglob("summary.json")]
     summaries = {(r["task"]["difficulty"]["N"], r["size"]["label"], r["lr"]): s["metrics"]
                  for r, s in records if "metrics" in s and r["task"]["family"] == "capo"}
     assert len(csv) == len(CAPO) - 1
     for r in csv.itertuples():
         m = summaries[(r.N, r.size, r.lr)]
-        assert (r.bits, r.params, r.bits_per_param) == (m["bits"], m["params_used"], m["bits_per_param"])
+        assert (r.bits, r.params, r.bits_per_param) == (m["bits"], m["params_used"],
+                                                        m["bits_per_param"])
     assert "bits <= 0" in capsys.readouterr().out  # the 8-8 run with negative bits: CSV only
     with pytest.raises(SystemExit) as empty:
         main(["capo", str(tmp_path / "out")])
@@ -118,4 +125,5 @@ def test_report_from_real_runs(make_cfg, tmp_path):
     for r in csv.itertuples():
         summary = runs.read_json(tmp_path / "runs" / r.size.split("/")[1] / "summary.json")
         assert summary["status"] == "finished" and summary["step"] == r.step
-        assert r.bits == summary["metrics"]["bits"] and r.params == summary["metrics"]["params_used"]
+        assert (r.bits == summary["metrics"]["bits"]
+                and r.params == summary["metrics"]["params_used"])

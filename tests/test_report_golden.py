@@ -39,7 +39,8 @@ def test_golden_covers_every_folder():
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_report_output_is_byte_identical(name, tmp_path):
     command, results, *options = CALLS[name]
-    main([command, str(FIXTURES / "results" / results), *options, f"out={tmp_path}", "figures=false"])
+    main([command, str(FIXTURES / "results" / results), *options, f"out={tmp_path}",
+          "figures=false"])
     expected = sorted(p.name for p in (GOLDEN / name).iterdir())
     written = sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".csv", ".md"))
     assert written == expected
@@ -52,7 +53,8 @@ def test_bars_of_a_chosen_metric_are_the_runs_own_values(tmp_path):
     the run's own final KL read here from its summary, and the figure in KL, not in %."""
     results = FIXTURES / "results" / "mixed_cpu"
     kl = {d.name: json.loads((d / "summary.json").read_text())["metrics"]["kl"]
-          for d in results.iterdir() if "kl" in json.loads((d / "summary.json").read_text()).get("metrics", {})}
+          for d in results.iterdir()
+          if "kl" in json.loads((d / "summary.json").read_text()).get("metrics", {})}
     assert len(kl) >= 2
     main(["bars", str(results), "metric=kl", f"out={tmp_path}"])
     bars = pd.read_csv(tmp_path / "bars_kl.csv")

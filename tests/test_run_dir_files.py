@@ -45,7 +45,8 @@ def test_train_log_holds_what_the_run_printed(run_dir):
     out, proc = run_dir
     log = (out / "train.log").read_text()
     assert log == proc.stdout + proc.stderr  # nothing on stderr here: one stream, in order
-    assert log.splitlines()[-1] == f"{out}: finished; acc_at_K={runs.read_json(out / 'summary.json')['primary']}"
+    assert (log.splitlines()[-1] == f"{out}: finished; "
+                                    f"acc_at_K={runs.read_json(out / 'summary.json')['primary']}")
     assert "step 6/6 loss" in log and "[eval step 4]" in log
 
 
@@ -76,7 +77,8 @@ def test_a_checkpoint_loads_alone(run_dir, tmp_path):
     reference = load_model(latest)[0]
     tokens = torch.randint(1, 10, (2, 12))
     assert torch.equal(model(tokens), reference(tokens))
-    assert evaluate_run(alone, device="cpu")["metrics"] == evaluate_run(out, device="cpu")["metrics"]
+    assert (evaluate_run(alone, device="cpu")["metrics"]
+            == evaluate_run(out, device="cpu")["metrics"])
 
 
 def test_a_checkpoint_of_another_config_is_refused_in_a_run_dir(run_dir, tmp_path):
@@ -94,8 +96,8 @@ def test_each_multirun_job_has_its_own_train_log(tmp_path, launcher):
     """In this process (basic) or in a launcher's worker processes (joblib, 2 at once)."""
     if launcher == "joblib":
         pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    given = ["-m", f"hydra/launcher={launcher}", *TINY, "train.steps=2", "train.eval_every=0", "seed=0,1",
-             f"out_dir={tmp_path}/s${{seed}}"]
+    given = ["-m", f"hydra/launcher={launcher}", *TINY, "train.steps=2", "train.eval_every=0",
+             "seed=0,1", f"out_dir={tmp_path}/s${{seed}}"]
     train(*given, cwd=tmp_path)
     for seed in (0, 1):
         log = (tmp_path / f"s{seed}" / "train.log").read_text()
@@ -138,7 +140,8 @@ def test_run_log_tees_prints_warnings_log_records_and_a_failure(tmp_path):
     assert "a log record\n" in text and "bar 100%\n" in text and "bar  50%" not in text
     assert "RuntimeError: it failed" in text  # the traceback, which Hydra prints after the job
     assert text.count("a log record") == 1
-    assert proc.stdout == b"before the lock\na log record\nbar  10%\rbar  50%\rbar 100%\n"  # unchanged
+    # unchanged
+    assert proc.stdout == b"before the lock\na log record\nbar  10%\rbar  50%\rbar 100%\n"
 
 
 def test_run_log_appends_unless_fresh_and_keeps_nothing_when_discarded(tmp_path):
@@ -154,6 +157,7 @@ def test_run_log_appends_unless_fresh_and_keeps_nothing_when_discarded(tmp_path)
     assert path.read_text() == "three\n"
 
 
-@pytest.mark.parametrize("text,shown", [("abc", "abc"), ("a\rb", "b"), ("abc\r   \r", "abc"), ("", "")])
+@pytest.mark.parametrize("text,shown",
+                         [("abc", "abc"), ("a\rb", "b"), ("abc\r   \r", "abc"), ("", "")])
 def test_visible(text, shown):
     assert visible(text) == shown

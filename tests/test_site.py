@@ -26,7 +26,8 @@ def page_data(path: Path) -> dict:
     text = path.read_text()
     found = re.search(r'<script type="application/json" id="site-data">(.*?)</script>', text, re.S)
     assert found, path
-    return json.loads(found.group(1), parse_constant=lambda c: pytest.fail(f"{path}: {c} in the data"))
+    return json.loads(found.group(1),
+                      parse_constant=lambda c: pytest.fail(f"{path}: {c} in the data"))
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,8 @@ def test_site_from_the_fixture(built):
     assert {"index.html", "app.js", "style.css"} <= {p.name for p in built.iterdir()}
     index = (built / "index.html").read_text()
     links = re.findall(r'(?:href|src)="([^"]+)"', index)
-    assert links and all(not re.match(r"[a-z]+:|/", link) for link in links)  # relative, published as is
+    # relative, published as is
+    assert links and all(not re.match(r"[a-z]+:|/", link) for link in links)
     assert all((built / link).is_file() for link in links)
     (page,) = [built / link for link in links if link.endswith(".html")]
     data = page_data(page)
@@ -53,7 +55,8 @@ def test_site_from_the_fixture(built):
     run = data["runs"][data["cells"][""][0]["best_run"]]
     assert run["loss"] and run["eval"]["acc_k1"] and run["depth_family"] == ["acc_k1", "acc_k2"]
     assert "name: depo" in run["config"] and run["wall_time_s"] > 0 and run["tokens_per_s"] > 0
-    assert (built / "img" / Path(page).with_suffix(".svg").name).read_text().lstrip().startswith("<?xml")
+    assert ((built / "img" / Path(page).with_suffix(".svg").name).read_text().lstrip()
+            .startswith("<?xml"))
 
 
 def test_every_file_is_written_atomically(tmp_path, monkeypatch):
@@ -84,8 +87,8 @@ def test_failed_and_pending_runs_render_as_such(tmp_path):
     failed, finished, running, unstarted, alone = (results / run.name for run in runs[:5])
     for run in (failed, alone):
         summary = json.loads((run / "summary.json").read_text())
-        summary.update(status="failed", error="RuntimeError: loss is NaN at step 12", final_loss=math.nan,
-                       metrics={"acc_at_K": math.nan}, wall_time_s=math.nan)
+        summary.update(status="failed", error="RuntimeError: loss is NaN at step 12",
+                       final_loss=math.nan, metrics={"acc_at_K": math.nan}, wall_time_s=math.nan)
         (run / "summary.json").write_text(json.dumps(summary))  # NaN as Python writes it
     summary = json.loads((running / "summary.json").read_text())
     summary.update(status="running", metrics={})

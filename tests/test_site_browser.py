@@ -16,7 +16,8 @@ from playground.report import site
 
 pytestmark = pytest.mark.browser
 FIXTURE = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"
-CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or shutil.which("chromium-browser") or "")
+CHROMIUM = os.environ.get("CHROMIUM",
+                          shutil.which("chromium") or shutil.which("chromium-browser") or "")
 DRIVER = os.environ.get("CHROMEDRIVER", shutil.which("chromedriver") or "")
 
 
@@ -32,7 +33,8 @@ def browser(width: int = 1300, height: int = 1600):
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 f"--window-size={width},{height}"):
         options.add_argument(arg)
-    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
+    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER),
+                            options=options)
 
 
 def test_index_heatmap_cell_runs_in_chromium(tmp_path):
@@ -45,9 +47,11 @@ def test_index_heatmap_cell_runs_in_chromium(tmp_path):
     try:
         driver.get((out / "index.html").as_uri())
         cards = driver.find_elements(By.CSS_SELECTOR, "a.card")
-        assert cards and driver.find_element(By.CSS_SELECTOR, "a.card img").get_attribute("naturalWidth") != "0"
+        assert (cards and driver.find_element(By.CSS_SELECTOR, "a.card img")
+                .get_attribute("naturalWidth") != "0")
         cards[0].click()
-        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#heatmaps table.heatmap"))
+        WebDriverWait(driver, 20).until(lambda d:
+                                        d.find_elements(By.CSS_SELECTOR, "#heatmaps table.heatmap"))
         heatmaps = driver.find_elements(By.CSS_SELECTOR, "#heatmaps table.heatmap")
         assert len(heatmaps) == 2  # RoPE and RoPE + Canon-ABCD
         assert not driver.find_elements(By.XPATH, "//*[contains(text(), 'NaN')]")
@@ -58,17 +62,20 @@ def test_index_heatmap_cell_runs_in_chromium(tmp_path):
         detail = WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "run-detail"))
         loss = detail.find_elements(By.CSS_SELECTOR, "#loss-curve polyline.series")
         evals = detail.find_elements(By.CSS_SELECTOR, "#eval-curve polyline.series")
-        assert loss and loss[0].get_attribute("points").count(",") >= 2  # a line through the train rows
+        # a line through the train rows
+        assert loss and loss[0].get_attribute("points").count(",") >= 2
         assert len(evals) == 2  # accuracy at k = 1 and k = 2
         config = detail.find_element(By.CSS_SELECTOR, "pre.config").text
         assert "task:" in config and "name: depo" in config
-        assert "finished" in detail.text and driver.find_elements(By.CSS_SELECTOR, "table.runs tr.run")
+        assert "finished" in detail.text and driver.find_elements(By.CSS_SELECTOR,
+                                                                  "table.runs tr.run")
         Select(driver.find_element(By.ID, "f-canon")).select_by_value("abcd_res")  # the filter
         assert [t.find_element(By.TAG_NAME, "caption").text
                 for t in driver.find_elements(By.CSS_SELECTOR, "#heatmaps table.heatmap")] == \
             ["Llama(RoPE) + Canon-ABCD(res)"]
         Select(driver.find_element(By.ID, "f-canon")).select_by_value("")
-        compare = driver.find_element(By.CSS_SELECTOR, "#compare table.heatmap")  # RoPE − RoPE + Canon
+        # RoPE − RoPE + Canon
+        compare = driver.find_element(By.CSS_SELECTOR, "#compare table.heatmap")
         assert len(compare.find_elements(By.CSS_SELECTOR, "td")) == 12 and " pp" in compare.text
         shot = tmp_path / "site_cell.png"
         driver.execute_script("window.scrollTo(0, 0)")

@@ -39,10 +39,12 @@ def copy_fixture(tmp_path: Path, **cut) -> tuple[Path, list[Path]]:
 
     dst = tmp_path / "res"
     shutil.copytree(FIXTURE, dst)
-    victims = [d for d in dst.iterdir() if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name] if cut else []
+    victims = [d for d in dst.iterdir()
+               if "2L64D" in d.name and "N8_" in d.name and "canon-ABCD" in d.name] if cut else []
     for d in victims:
         s = runs.read_json(d / "summary.json")
-        runs.write_json(d / "summary.json", {k: v for k, v in s.items() if k not in ("metrics", "final_loss")} | cut)
+        runs.write_json(d / "summary.json",
+                        {k: v for k, v in s.items() if k not in ("metrics", "final_loss")} | cut)
     return dst, victims
 
 
@@ -52,23 +54,27 @@ def summaries(root: Path) -> dict[str, dict]:
 
 def test_every_sweep_file_expands_at_every_scale():
     for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
-        if "findings" in yaml.safe_load(path.read_text()):  # the findings file (tests/test_findings.py)
+        # the findings file (tests/test_findings.py)
+        if "findings" in yaml.safe_load(path.read_text()):
             continue
         scales = set(yaml.safe_load(path.read_text())["scales"])
-        assert scales == {"paper", "mini", "cpu"} if path.stem.startswith(("fig", "mqar")) else {"mini", "cpu"} <= scales
+        assert (scales == {"paper", "mini", "cpu"} if path.stem.startswith(("fig", "mqar"))
+                else {"mini", "cpu"} <= scales)
         for scale in scales:
             sweep = load_sweep(path, scale)
             assert sweep.runs() and all(r[-2:] == [f"sweep={path.stem}_{scale}",
-                                                   f"out_dir=results/{path.stem}_{scale}/${{run_name}}"]
+                                                   f"out_dir=results/{path.stem}_{scale}/"
+                                                   "${run_name}"]
                                         for r in sweep.runs())
 
 
 def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
-    proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
     root = tmp_path / "results" / "fig7_cpu"
     deadline = time.time() + 240
-    while time.time() < deadline and sum(s.get("status") == "finished" for s in summaries(root).values()) < 5:
+    while (time.time() < deadline
+           and sum(s.get("status") == "finished" for s in summaries(root).values()) < 5):
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)  # kill the whole sweep half way
     proc.wait()
@@ -79,7 +85,8 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     assert len(after) == 24 and all(s["status"] == "finished" for s in after.values())
     assert all(after[k]["finished"] == t for k, t in before.items())  # finished runs were skipped
 
-    report = subprocess.run([sys.executable, "-m", "playground.report.cli", "heatmap", str(root), "vs_paper=7"],
+    report = subprocess.run([sys.executable, "-m", "playground.report.cli", "heatmap", str(root),
+                             "vs_paper=7"],
                             cwd=tmp_path, capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     out = root / "report"
@@ -87,15 +94,17 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     assert len(cells) == 12 and (cells["status"] == "finished").all()
     for cell in cells.itertuples():  # recompute best over learning rates from the summaries
         mine = [s["record"] | s for s in after.values()
-                if s["record"]["size"]["label"] == cell.size and s["record"]["task"]["row"] == cell.row]
+                if s["record"]["size"]["label"] == cell.size
+                and s["record"]["task"]["row"] == cell.row]
         key = lambda s: (s["metrics"]["acc_at_K"], s["metrics"]["acc_at_K2"])  # noqa: E731
         best = max(map(key, mine))
         assert len(mine) == 2 and (cell.value, cell.value2) == best
         assert cell.lr in {s["lr"] for s in mine if key(s) == best}
     # the runs record the sweep's panel, so the CPU rows sit in fig7's depo1_K8 panel
-    assert set(cells["panel"]) == {"depo1_K8"} and all(s["record"]["sweep"]["variant"] == "llama_rope_canon"
-                                                       for s in after.values())
-    assert (out / "heatmap_depo1_K8.png").stat().st_size > 10_000 and (out / "heatmap_depo1_K8.svg").exists()
+    assert set(cells["panel"]) == {"depo1_K8"} and all(
+        s["record"]["sweep"]["variant"] == "llama_rope_canon" for s in after.values())
+    assert ((out / "heatmap_depo1_K8.png").stat().st_size > 10_000
+            and (out / "heatmap_depo1_K8.svg").exists())
     assert "| N=8 |" in (out / "cells.md").read_text()
     versus = pd.read_csv(out / "vs_paper_fig7.csv")
     paper = pd.read_csv(PAPER_CSV)
@@ -106,8 +115,8 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
         assert not (out / f"vs_paper_fig7_{panel}.png").exists()  # no tiny run matches a paper cell
     assert "no run here matches" in report.stdout + report.stderr
 
-    depth = subprocess.run([sys.executable, "-m", "playground.report.cli", "depth", str(root)], cwd=tmp_path,
-                           capture_output=True, text=True)
+    depth = subprocess.run([sys.executable, "-m", "playground.report.cli", "depth", str(root)],
+                           cwd=tmp_path, capture_output=True, text=True)
     assert depth.returncode == 0, depth.stderr
     table = pd.read_csv(out / "depth.csv")  # one seed: accuracy at each k of the cell's best-lr run
     assert len(table) == 12 * 2 and set(table["depth"]) == {1, 2}
@@ -125,8 +134,10 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
 
     dst, _ = copy_fixture(tmp_path, status="diverged", error="Diverged: non-finite loss")
     table = cells(annotate(load_runs(dst)))
-    cell = table[(table["size"] == "2L64D") & (table["row"] == "N=8") & (table["canon"] == "abcd_res")].iloc[0]
-    assert cell["status"] == "failed" and "non-finite" in cell["failures"] and pd.isna(cell["value"])
+    cell = table[(table["size"] == "2L64D") & (table["row"] == "N=8")
+                 & (table["canon"] == "abcd_res")].iloc[0]
+    assert (cell["status"] == "failed" and "non-finite" in cell["failures"]
+            and pd.isna(cell["value"]))
 
 
 def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
@@ -141,12 +152,14 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
         cells = pd.read_csv(tmp_path / "out" / f"cells_{metric}.csv")
         assert len(cells) == 24 and (tmp_path / "out" / f"heatmap_depo_K2_{metric}.png").exists()
         for cell in cells.itertuples():
-            mine = [s for s in done.values() if s["size"] == cell.size and f"N={s['difficulty']['N']}" == cell.row
+            mine = [s for s in done.values()
+                    if s["size"] == cell.size and f"N={s['difficulty']['N']}" == cell.row
                     and (s["canon"] == "ABCD") == (cell.canon == "abcd_res")]
             if not mine:
                 assert cell.status == "pending" and cell.n_pending == 2 and cell.n_failed == 0
                 continue
-            values = [s["final_loss"] if metric == "final_loss" else s["metrics"][metric] for s in mine]
+            values = [s["final_loss"] if metric == "final_loss" else s["metrics"][metric]
+                      for s in mine]
             assert cell.status == "finished" and cell.value == pytest.approx(pick(values))
     assert "pending" in (tmp_path / "out" / "cells_final_loss.md").read_text()
     assert "1 cell(s) pending" in capsys.readouterr().out
@@ -170,7 +183,8 @@ def test_report_panel_filter_and_per_depth_curves(tmp_path, capsys):
     mano = pd.DataFrame([{"step": 1, "acc": 0.5, "acc_l2": 0.2, "acc_l1": 1.0, "acc_all_l": 0.6}])
     brevo = mano.rename(columns={"acc_l1": "acc_depth1", "acc_l2": "acc_depth2"})
     fig = plots.curves_figure({"mano": mano, "brevo": brevo})
-    assert [[line.get_label() for line in ax.get_lines()] for ax in fig.axes[:2]] == [["l=1", "l=2"], ["depth 1", "depth 2"]]
+    assert ([[line.get_label() for line in ax.get_lines()] for ax in fig.axes[:2]]
+            == [["l=1", "l=2"], ["depth 1", "depth 2"]])
 
 
 def test_report_figures_are_byte_identical(tmp_path):
@@ -178,7 +192,8 @@ def test_report_figures_are_byte_identical(tmp_path):
 
     for out in ("a", "b"):
         main(["heatmap", str(FIXTURE), "metric=final_loss", f"out={tmp_path / out}"])
-    for name in ("heatmap_depo_K2_final_loss.svg", "heatmap_depo_K2_final_loss.png", "cells_final_loss.csv"):
+    for name in ("heatmap_depo_K2_final_loss.svg", "heatmap_depo_K2_final_loss.png",
+                 "cells_final_loss.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
@@ -188,16 +203,19 @@ def test_report_refuses_tampered_runs(tmp_path, capsys):
     dst, _ = copy_fixture(tmp_path)
     victim = next(dst.iterdir())
     cfg = (victim / "config.yaml").read_text()
-    (victim / "config.yaml").write_text(cfg.replace("lr: 0.", "lr: 0.0"))  # config no longer matches
+    # config no longer matches
+    (victim / "config.yaml").write_text(cfg.replace("lr: 0.", "lr: 0.0"))
     main(["table", str(dst)])
     assert f"refused: {victim}" in capsys.readouterr().err
 
 
 def test_slurm_launcher_dry_run(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    out = subprocess.run([*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "launcher=slurm",
-                          "dry_run=true"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    assert "submitit_launcher.SlurmLauncher" in out and "gpus_per_node: 1" in out and "max_num_timeout: 10" in out
+    out = subprocess.run([*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope",
+                          "launcher=slurm", "dry_run=true"], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout
+    assert ("submitit_launcher.SlurmLauncher" in out and "gpus_per_node: 1" in out
+            and "max_num_timeout: 10" in out)
     assert not (tmp_path / "results").exists()  # nothing launched
 
 
@@ -207,9 +225,12 @@ def test_extra_argument_replaces_a_grid_axis():
     sweep = load_sweep(path, "mini", extra=["seed=7", "train.lr=1e-3,2e-3", "train.steps=3"])
     runs = sweep.runs()
     assert len(runs) == len(full) // 2  # seeds 0,1 -> 7; learning rates 1e-3,3e-3 -> 1e-3,2e-3
-    assert all(r.count("seed=7") == 1 and not any(x.startswith("seed=") and x != "seed=7" for x in r) for r in runs)
-    assert {x for r in runs for x in r if x.startswith("train.lr=")} == {"train.lr=1e-3", "train.lr=2e-3"}
-    assert sweep.extra == ["train.steps=3"] and all(r.index("train.steps=3") > r.index("seed=7") for r in runs)
+    assert all(r.count("seed=7") == 1
+               and not any(x.startswith("seed=") and x != "seed=7" for x in r) for r in runs)
+    assert ({x for r in runs for x in r if x.startswith("train.lr=")}
+            == {"train.lr=1e-3", "train.lr=2e-3"})
+    assert sweep.extra == ["train.steps=3"] and all(r.index("train.steps=3") > r.index("seed=7")
+                                                    for r in runs)
 
 
 def test_extra_argument_wins_over_a_rows_recipe_and_may_not_name_a_variants_key():
@@ -231,11 +252,12 @@ def test_extra_argument_wins_over_a_rows_recipe_and_may_not_name_a_variants_key(
 def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
     """root=DIR: every run's out_dir is DIR/<name>_<scale>/<run>; a finished run there (a record
     kept in the repository, without checkpoints) is skipped, not trained again."""
-    sweep = dataclasses.replace(load_sweep(find_sweep_file("fig7"), "cpu", "depo1_K8", ["size=2L64D", "train.lr=3e-3"],
+    sweep = dataclasses.replace(load_sweep(find_sweep_file("fig7"), "cpu", "depo1_K8",
+                                           ["size=2L64D", "train.lr=3e-3"],
                                            "llama_rope"), root=str(tmp_path / "keep"))
     assert all(r[-1] == f"out_dir={tmp_path}/keep/fig7_cpu/${{run_name}}" for r in sweep.runs())
-    cmd = [*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "size=2L64D", "train.lr=3e-3",
-           "train.steps=3", "root=keep", "launcher=local"]
+    cmd = [*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "size=2L64D",
+           "train.lr=3e-3", "train.steps=3", "root=keep", "launcher=local"]
     subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
     summaries = sorted((tmp_path / "keep" / "fig7_cpu").glob("*/summary.json"))
     assert len(summaries) == 3 and not (tmp_path / "results").exists()
@@ -244,18 +266,21 @@ def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
     before = [p.read_text() for p in summaries]
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert [p.read_text() for p in summaries] == before
-    assert "exit 0" in again.stdout and not any((p.parent / "checkpoints").exists() for p in summaries)
+    assert "exit 0" in again.stdout and not any((p.parent / "checkpoints").exists()
+                                                for p in summaries)
     (summaries[0].parent / "summary.json").unlink()  # as if that run had been interrupted
-    listed = subprocess.run([*cmd, "dry_run=true"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run([*cmd, "dry_run=true"], cwd=tmp_path, capture_output=True, text=True,
+                            check=True).stdout
     assert "1 of 3 runs to do (2 finished)" in listed
-    assert [line[:7] for line in listed.splitlines() if "playground-train" in line].count("  done ") == 2
+    assert [line[:7] for line in listed.splitlines()
+            if "playground-train" in line].count("  done ") == 2
 
 
 def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     """per_gpu=2 runs both runs at once; SIGTERM to the sweep alone reaches every run, which
     checkpoints as preempted (resumable)."""
-    cmd = [sys.executable, "-m", "playground.sweep.cli", "nope", "scale=cpu", "launcher=local", "per_gpu=2",
-           "train.log_every=1", "train.ckpt_every=100000"]
+    cmd = [sys.executable, "-m", "playground.sweep.cli", "nope", "scale=cpu", "launcher=local",
+           "per_gpu=2", "train.log_every=1", "train.ckpt_every=100000"]
     proc = subprocess.Popen([*cmd, "train.steps=100000"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     root = tmp_path / "results" / "nope_cpu"
@@ -300,14 +325,16 @@ def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
         _device_ids(3)
 
 
-@pytest.mark.parametrize("name", ["mqar", "mamba2_conv", "nope", "gla_canon", "rope_depth", "lano_canon"])
+@pytest.mark.parametrize("name",
+                         ["mqar", "mamba2_conv", "nope", "gla_canon", "rope_depth", "lano_canon"])
 def test_committed_mini_results_agree_with_their_runs(name):
     """results/mini: every bar is the seed mean at the best learning rate of the committed runs,
     and the sweep.yaml beside them is the sweep file as it stands."""
     folder = Path(__file__).resolve().parent.parent / "results" / "mini" / name
     bars, runs_ = pd.read_csv(folder / "bars.csv"), pd.read_csv(folder / "runs.csv")
     assert (runs_["status"] == "finished").all()
-    per_lr = runs_.groupby(["row", "size", "architecture", "canon", "lr"])["value"].agg(["mean", "std", "count"])
+    per_lr = (runs_.groupby(["row", "size", "architecture", "canon", "lr"])["value"]
+              .agg(["mean", "std", "count"]))
     best = per_lr.loc[per_lr.groupby(level=[0, 1, 2, 3])["mean"].idxmax()].droplevel("lr")
     assert len(best) == len(bars)
     for bar in bars.itertuples():
@@ -320,8 +347,10 @@ def test_committed_mini_results_agree_with_their_runs(name):
         for bar in depth.itertuples():
             cell = best.loc[(bar.row, bar.size, bar.architecture, bar.canon)]
             at = runs_[(runs_["architecture"] == bar.architecture) & (runs_["canon"] == bar.canon)
-                       & (runs_["lr"] == bar.lr) & (runs_["row"] == bar.row) & (runs_["size"] == bar.size)]
-            assert bar.seeds == len(at) == 2 and bar.acc == pytest.approx(at[f"metrics.acc_k{bar.depth}"].mean())
+                       & (runs_["lr"] == bar.lr) & (runs_["row"] == bar.row)
+                       & (runs_["size"] == bar.size)]
+            assert (bar.seeds == len(at) == 2
+                    and bar.acc == pytest.approx(at[f"metrics.acc_k{bar.depth}"].mean()))
             assert at["value"].mean() == pytest.approx(cell["mean"])  # the lr the bars chose
         assert len(depth) == len(best) * runs_.filter(regex=r"^metrics\.acc_k\d+$").shape[1]
 
@@ -334,11 +363,13 @@ def test_committed_mini_heatmap_agrees_with_its_runs():
     runs_ = pd.read_csv(folder / "runs.csv")
     assert len(runs_) == 48 and set(runs_["status"]) == {"finished"}
     keys = ["row", "size", "architecture", "canon"]
-    for table, column, lower in (("cells.csv", "value", False), ("cells_kl.csv", "metrics.kl", True)):
+    for table, column, lower in (("cells.csv", "value", False),
+                                 ("cells_kl.csv", "metrics.kl", True)):
         cells = pd.read_csv(folder / table)
         assert len(cells) == 24
         for cell in cells.itertuples():
-            mine = runs_[(runs_[keys] == [cell.row, cell.size, cell.architecture, cell.canon]).all(axis=1)]
+            mine = runs_[(runs_[keys] == [cell.row, cell.size, cell.architecture,
+                                          cell.canon]).all(axis=1)]
             per_lr = mine.groupby("lr")[column].agg(["mean", "std", "count"])
             best = per_lr.loc[per_lr["mean"].idxmin() if lower else per_lr["mean"].idxmax()]
             assert cell.status == "finished" and cell.value == pytest.approx(best["mean"])
@@ -352,12 +383,14 @@ def test_committed_mini_heatmap_agrees_with_its_runs():
     # but for the lr grid: sweeps/fig7.yaml lists the one lr the panel ran at, the file as run two
     # (the command chose 5e-4); the runs' configs have no data.packing (read as aligned), so a rerun
     # trains the stream-window panel, results/mini/fig7_lano, instead of resuming them
-    as_run, now = (yaml.safe_load(f.read_text())["scales"]["mini"] for f in (folder / "sweep.yaml", find_sweep_file("fig7")))
+    as_run, now = (yaml.safe_load(f.read_text())["scales"]["mini"]
+                   for f in (folder / "sweep.yaml", find_sweep_file("fig7")))
     assert as_run["overrides"] == now["overrides"]
     lano = [[r for r in scale["rows"] if r["panel"] == "lano"] for scale in (as_run, now)]
     assert len(lano[0]) == len(lano[1]) == 3
     for before, today in zip(*lano):
-        assert {k: v for k, v in before.items() if k != "grid"} == {k: v for k, v in today.items() if k != "grid"}
+        assert ({k: v for k, v in before.items() if k != "grid"}
+                == {k: v for k, v in today.items() if k != "grid"})
         assert today["grid"] == {"train.lr": sorted(runs_["lr"].unique())}
 
 
@@ -384,10 +417,13 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
             assert len(summaries) == cell.seeds
             for summary in summaries:
                 task = summary["record"]["task"]
-                assert summary["status"] == "finished" and summary["step"] == summary["steps"] >= 5000
-                assert (task["panel"], task["row"], summary["record"]["size"]["label"]) == (cell.panel, cell.row, cell.size)
+                assert (summary["status"] == "finished"
+                        and summary["step"] == summary["steps"] >= 5000)
+                assert ((task["panel"], task["row"], summary["record"]["size"]["label"])
+                        == (cell.panel, cell.row, cell.size))
             task = summaries[0]["record"]["task"]
-            for name, value in ((metric or task["metric"], cell.value), (not metric and task["metric2"], cell.value2)):
+            for name, value in ((metric or task["metric"], cell.value),
+                                (not metric and task["metric2"], cell.value2)):
                 if name:
                     assert np.mean([s["metrics"][name] for s in summaries]) == pytest.approx(value)
     cells = pd.read_csv(root / f"fig7_{panel}" / "cells.csv")
@@ -398,12 +434,16 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
         mine = versus[versus["status"] == "finished"]
         assert len(mine) == len(cells)
         for row in mine.itertuples():
-            assert row.value_ours == pytest.approx(ours[(row.row_ours, row.size, row.architecture, row.canon)])
+            assert (row.value_ours
+                    == pytest.approx(ours[(row.row_ours, row.size, row.architecture, row.canon)]))
     as_run, now = (yaml.safe_load(f.read_text())["scales"]["mini"]
                    for f in (root / f"fig7_{panel}" / "sweep.yaml", find_sweep_file("fig7")))
     rows = [[r for r in scale["rows"] if r["panel"] == panel] for scale in (as_run, now)]
-    no_grid = [[{k: v for k, v in r.items() if k != "grid"} for r in panel_rows] for panel_rows in rows]
-    assert no_grid[0] == no_grid[1] and len(rows[0]) == 3 and as_run["overrides"] == now["overrides"]
-    # sweeps/fig7.yaml's lr grid may be narrower than the file as run's (Lano: the one lr its panel ran at),
-    # but it holds the cells' lr
-    assert set(cells["lr"]) <= {lr for r in rows[1] for lr in r.get("grid", now["grid"])["train.lr"]}
+    no_grid = [[{k: v for k, v in r.items() if k != "grid"} for r in panel_rows]
+               for panel_rows in rows]
+    assert (no_grid[0] == no_grid[1] and len(rows[0]) == 3
+            and as_run["overrides"] == now["overrides"])
+    # sweeps/fig7.yaml's lr grid may be narrower than the file as run's (Lano: the one lr its panel
+    # ran at), but it holds the cells' lr
+    assert set(cells["lr"]) <= {lr for r in rows[1]
+                                for lr in r.get("grid", now["grid"])["train.lr"]}

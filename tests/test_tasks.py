@@ -25,10 +25,12 @@ def test_examples_deterministic_and_bounded(preset):
         for index in (0, 1, 17):
             a, b = task.example(split, index), task.example(split, index)
             assert a.tokens.dtype == np.int32 and a.loss_mask.dtype == bool
-            assert a.tokens.tobytes() == b.tokens.tobytes() and a.loss_mask.tobytes() == b.loss_mask.tobytes()
+            assert (a.tokens.tobytes() == b.tokens.tobytes()
+                    and a.loss_mask.tobytes() == b.loss_mask.tobytes())
             assert json.dumps(task.to_json(a)) == json.dumps(task.to_json(b))
             assert len(a) <= task.max_length() <= task.cfg.context
-            assert a.loss_mask.any() and (a.tokens < len(task.vocab)).all() and (a.tokens[1:] != 0).all()
+            assert (a.loss_mask.any() and (a.tokens < len(task.vocab)).all()
+                    and (a.tokens[1:] != 0).all())
     other = task_from(f"task={preset}", f"task.seed={task.cfg.seed + 1}")
     assert other.example("train", 0).tokens.tobytes() != task.example("train", 0).tokens.tobytes()
 
@@ -40,10 +42,12 @@ def test_data_cli_show_and_dump(preset, tmp_path, capsys):
     out = tmp_path / "x.jsonl"
     data_main(["dump", f"task={preset}", "count=3", f"out={out}"])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 3 and all(len(r["tokens"]) == len(r["pieces"]) == len(r["loss_mask"]) for r in rows)
+    assert len(rows) == 3 and all(len(r["tokens"]) == len(r["pieces"]) == len(r["loss_mask"])
+                                  for r in rows)
 
 
-@pytest.mark.parametrize("preset", sorted({*TINY.values(), "cfg3f"}))  # one preset of every task family
+# one preset of every task family
+@pytest.mark.parametrize("preset", sorted({*TINY.values(), "cfg3f"}))
 def test_data_cli_windows_are_the_training_windows(preset, tmp_path, capsys):
     """``dump windows=N`` writes the loader's first windows byte for byte (ids, the loss mask
     as the loss applies it, segments); ``show windows=N`` prints them."""
@@ -56,13 +60,16 @@ def test_data_cli_windows_are_the_training_windows(preset, tmp_path, capsys):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     cfg = to_objects(compose([f"task={preset}"]))
     task = task_from(f"task={preset}")
-    batch = next(Batches(task, 3, shard_size(task, cfg.data.shard_examples), packing=cfg.data.packing))
+    batch = next(Batches(task, 3, shard_size(task, cfg.data.shard_examples),
+                         packing=cfg.data.packing))
     targets = batch.mask.clone()
     targets[:, 0] = False
-    assert len(rows) == 3 and all(len(r["ids"]) == len(r["targets"]) == task.cfg.context for r in rows)
+    assert len(rows) == 3 and all(len(r["ids"]) == len(r["targets"]) == task.cfg.context
+                                  for r in rows)
     assert np.array([r["ids"] for r in rows], np.int64).tobytes() == batch.tokens.numpy().tobytes()
     assert np.array([r["targets"] for r in rows], bool).tobytes() == targets.numpy().tobytes()
-    assert np.array([r["segments"] for r in rows], np.int32).tobytes() == batch.segments.numpy().tobytes()
+    assert (np.array([r["segments"] for r in rows], np.int32).tobytes()
+            == batch.segments.numpy().tobytes())
     assert [r["text"] for r in rows] == [task.vocab.decode(ids) for ids in batch.tokens]
     capsys.readouterr()
     data_main(["show", f"task={preset}", "windows=1", "start=2"])

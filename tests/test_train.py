@@ -1,4 +1,5 @@
-"""The trainer: learning, run directory, config errors (resume after kill -9: test_reliability.py)."""
+"""The trainer: learning, run directory, config errors (resume after kill -9:
+test_reliability.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def losses(run_dir: Path) -> list[tuple[int, float]]:
 def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     summary = run(make_cfg(*TINY, "train.steps=40", "train.eval_every=20", "train.ckpt_every=20"))
     out = tmp_path / "run"
-    assert {p.name for p in out.iterdir()} >= {"config.yaml", "metrics.jsonl", "summary.json", "checkpoints"}
+    assert {p.name for p in out.iterdir()} >= {"config.yaml", "metrics.jsonl", "summary.json",
+                                               "checkpoints"}
     log = losses(out)
     assert [s for s, _ in log] == list(range(1, 41))
     first, last = sum(v for _, v in log[:5]) / 5, sum(v for _, v in log[-5:]) / 5
@@ -36,7 +38,8 @@ def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     saved = runs.read_json(out / "summary.json")
     assert saved["status"] == "finished" and saved["step"] == 40
     assert saved["params"]["total"] > 0 and saved["primary_metric"] == "acc_at_K"
-    assert saved["kernels"] == {}  # Llama: one path (the linear mixers record theirs, tests/test_mixers.py)
+    # Llama: one path (the linear mixers record theirs, tests/test_mixers.py)
+    assert saved["kernels"] == {}
     assert set(saved["metrics"]) >= {"acc", "tok_acc", "acc_k1", "acc_k2", "acc_at_K", "acc_at_K2"}
     assert summary["metrics"] == saved["metrics"]
     evals = [r for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "eval"]
@@ -58,7 +61,8 @@ def test_deterministic_kernels_run_everything_and_change_nothing_on_cpu(tmp_path
     """train.deterministic=true trains and evaluates under PyTorch's deterministic-only mode (an op
     without a deterministic kernel would raise), records it, and on CPU logs exactly the losses
     of a normal run. Subprocesses: the mode is process-wide."""
-    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled", "train.progress=false",
+    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
+           "train.progress=false",
            "train.device=cpu", *TINY, "train.steps=6", "train.eval_every=3", "canon=ABCD"]
     for name in ("false", "true"):
         subprocess.run([*cmd, f"train.deterministic={name}", f"out_dir={tmp_path / name}"],
@@ -69,9 +73,9 @@ def test_deterministic_kernels_run_everything_and_change_nothing_on_cpu(tmp_path
 
 
 def test_picking_the_device_first_calls_every_vector_math_op_once_single_threaded():
-    """Before a run builds anything, each op that PyTorch may hand to MKL's vector math has run once,
-    on one element, in float32 and float64 (docs/runs.md, "Repeatability": a first call of cos on a
-    loaded machine once gave a fixed alternative result, and the whole CPU run drifted)."""
+    """Before a run builds anything, each op that PyTorch may hand to MKL's vector math has run
+    once, on one element, in float32 and float64 (docs/runs.md, "Repeatability": a first call of cos
+    on a loaded machine once gave a fixed alternative result, and the whole CPU run drifted)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -110,11 +114,13 @@ def test_lr_schedules():
 @pytest.mark.parametrize("override,key", [("task.NN=3", "task.NN"), ("train.lr=fast", "train.lr"),
                                           ("model.canon.positions=AX", "model.canon.positions"),
                                           ("train.micro_batch_size=5", "train.micro_batch_size"),
-                                          ("model.mixer.rope_fraction=2", "model.mixer.rope_fraction"),
+                                          ("model.mixer.rope_fraction=2",
+                                           "model.mixer.rope_fraction"),
                                           ("train.compile_scope=layers", "train.compile_scope"),
                                           ("train.compile_scope=blocks", "train.compile_scope"),
                                           ("train.compile_mode=fastest", "train.compile_mode"),
-                                          ("train.compile_mode=max-autotune", "train.compile_mode")])
+                                          ("train.compile_mode=max-autotune",
+                                           "train.compile_mode")])
 def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     out = tmp_path / "bad"
     proc = subprocess.run([sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
@@ -161,8 +167,10 @@ def test_compile_mode_reaches_torch_compile(monkeypatch, scope):
 
     seen = []
     monkeypatch.setattr(torch, "compile", lambda module, **kw: seen.append(kw["mode"]) or module)
-    model = build_model(ModelConfig(n_layers=2, d_model=32, head_dim=16, mixer=AttentionConfig()), 11, seed=0)
-    compiled(model, TrainConfig(compile=True, compile_scope=scope, compile_mode="max-autotune-no-cudagraphs"))
+    model = build_model(ModelConfig(n_layers=2, d_model=32, head_dim=16,
+                                    mixer=AttentionConfig()), 11, seed=0)
+    compiled(model, TrainConfig(compile=True, compile_scope=scope,
+                                compile_mode="max-autotune-no-cudagraphs"))
     assert seen == ["max-autotune-no-cudagraphs"] * (1 if scope == "model" else 2)
 
 

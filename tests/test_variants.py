@@ -28,7 +28,8 @@ MIXERS = {
 CANONS = {
     "none": CanonConfig(),
     "ABCD": CanonConfig(positions="ABCD"),
-    "AC-nores-silu-k2-bias": CanonConfig(positions="AC", residual=False, activation="silu", kernel=2, bias=True),
+    "AC-nores-silu-k2-bias": CanonConfig(positions="AC", residual=False, activation="silu",
+                                         kernel=2, bias=True),
     "BD-k8-past_average": CanonConfig(positions="BD", kernel=8, init="past_average"),
     "ABCD-random_fixed": CanonConfig(positions="ABCD", init="random_fixed"),
     "B-dyn-lowrank": CanonConfig(positions="B", dynamic="lowrank", rank=4),
@@ -42,7 +43,8 @@ def model_for(mixer="rope", canon="ABCD", mlp="swiglu"):
     c = CANONS[canon]
     if mlp == "moe" and "D" in c.positions:
         c = CanonConfig(**{**c.__dict__, "positions": c.positions.replace("D", "")})
-    cfg = ModelConfig(n_layers=2, d_model=64, head_dim=16, mlp=mlp, moe_experts=4, mixer=MIXERS[mixer], canon=c)
+    cfg = ModelConfig(n_layers=2, d_model=64, head_dim=16, mlp=mlp, moe_experts=4,
+                      mixer=MIXERS[mixer], canon=c)
     return build_model(cfg, V, seed=3).eval()
 
 
@@ -81,7 +83,8 @@ def test_canon_initial_states():
     x = torch.randn(2, 9, 8)
     assert torch.equal(Canon(8, CanonConfig(positions="A", init="zero"))(x), x)
     past = Canon(8, CanonConfig(positions="A", init="past_average", kernel=4))
-    assert torch.equal(past.weight[:, -1], torch.zeros(8)) and torch.allclose(past.weight[:, :-1], torch.full((8, 3), 1 / 3))
+    assert (torch.equal(past.weight[:, -1], torch.zeros(8))
+            and torch.allclose(past.weight[:, :-1], torch.full((8, 3), 1 / 3)))
     expected = x.clone()
     for t in range(9):
         expected[:, t] = x[:, t] + x[:, max(0, t - 3):t].sum(1) / 3
@@ -124,7 +127,8 @@ def direct_attention(q, k, v, bias):
 
 @pytest.mark.parametrize("kind", ["alibi", "hard_alibi"])
 def test_distance_biases_match_direct_construction(kind):
-    cfg = ModelConfig(n_layers=1, d_model=64, head_dim=16, mixer=AttentionConfig(rope_fraction=0.0, bias=kind))
+    cfg = ModelConfig(n_layers=1, d_model=64, head_dim=16,
+                      mixer=AttentionConfig(rope_fraction=0.0, bias=kind))
     attn = build_model(cfg, V, seed=0).blocks[0].mixer
     x = torch.randn(2, 10, 64)
     q, k, v = attn.qkv(x).view(2, 10, 3, 4, 16).permute(2, 0, 3, 1, 4)
@@ -177,7 +181,7 @@ def test_moe_trains_and_refuses_canon_d(make_cfg):
 def test_isolate_examples_trains(make_cfg):
     from playground.run.train import run
 
-    summary = run(make_cfg("data.isolate_examples=true", "size=2L64D", "task.context=96", "task.N=8",
-                           "task.V=8", "train.steps=6", "train.warmup_steps=1", "train.batch_size=4",
-                           "task.eval_size=8"))
+    summary = run(make_cfg("data.isolate_examples=true", "size=2L64D", "task.context=96",
+                           "task.N=8", "task.V=8", "train.steps=6", "train.warmup_steps=1",
+                           "train.batch_size=4", "task.eval_size=8"))
     assert summary["status"] == "finished"

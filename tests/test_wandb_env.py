@@ -20,7 +20,8 @@ from playground.run import rundir as runs
 
 # tests/test_reliability.py's TINY without its wandb.mode=disabled (copied: no test imports another)
 TINY = ["train.progress=false", "train.device=cpu", "task.N=8", "task.V=8", "task.context=96",
-        "task.eval_size=16", "size=2L64D", "train.batch_size=8", "train.log_every=1", "train.warmup_steps=2",
+        "task.eval_size=16", "size=2L64D", "train.batch_size=8", "train.log_every=1",
+        "train.warmup_steps=2",
         "train.ckpt_every=3", "train.eval_every=10", "train.keep_checkpoints=2"]
 FIXTURES = Path(__file__).parent / "fixtures" / "results" / "mixed_cpu"
 
@@ -64,7 +65,8 @@ def test_resolved_mode_reads_os_environ_by_default(monkeypatch):
 def test_a_bad_wandb_mode_in_the_environment_names_the_variable():
     with pytest.raises(ConfigError, match="WANDB_MODE='cloud'"):
         WandbConfig().resolved_mode({"WANDB_MODE": "cloud"})
-    assert WandbConfig(mode="offline").resolved_mode({"WANDB_MODE": "cloud"}) == "offline"  # not consulted
+    # not consulted
+    assert WandbConfig(mode="offline").resolved_mode({"WANDB_MODE": "cloud"}) == "offline"
 
 
 def test_the_default_mode_is_unset_and_explicit_modes_stay_valid():
@@ -110,9 +112,11 @@ class FakeWandb(types.ModuleType):
     ("disabled", {"WANDB_MODE": "offline"}, None),
     ("", {}, "offline"),
     ("", {"WANDB_MODE": "online"}, "online"),
-    ("offline", {"WANDB_MODE": "disabled"}, "offline"),  # passed to wandb.init, whose mode= beats the env
+    # passed to wandb.init, whose mode= beats the env
+    ("offline", {"WANDB_MODE": "disabled"}, "offline"),
 ])
-def test_mirror_inits_wandb_in_the_resolved_mode_and_never_when_disabled(monkeypatch, tmp_path, mode, env, want):
+def test_mirror_inits_wandb_in_the_resolved_mode_and_never_when_disabled(monkeypatch, tmp_path,
+                                                                         mode, env, want):
     from playground.run.train import Mirror
 
     for key in ("WANDB_MODE", "WANDB_DISABLED"):
@@ -134,8 +138,9 @@ def train(out: Path, env: dict[str, str], *extra: str) -> None:
     home = out.parent / f"{out.name}_wandb_home"
     base.update(WANDB_CONFIG_DIR=str(home / "config"), WANDB_CACHE_DIR=str(home / "cache"),
                 WANDB_DATA_DIR=str(home / "data"), WANDB_SILENT="true")
-    proc = subprocess.run([sys.executable, "-m", "playground.run.train", *TINY, "train.steps=3", f"out_dir={out}",
-                           *extra], env={**base, **env}, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "playground.run.train", *TINY, "train.steps=3",
+                           f"out_dir={out}", *extra], env={**base, **env}, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert runs.read_json(out / "summary.json")["status"] == "finished"
 

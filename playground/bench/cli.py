@@ -78,15 +78,18 @@ def cmd_train(args: Args) -> None:
     counts = args.ints("copies", minimum=1)
     isolate = len(variants) * len(counts) > 1  # each config of a comparison in a fresh process
     steps, warmup, blocks = args.int("steps", 1), args.int("warmup"), args.int("blocks", 1)
-    results = [shared_train_speed(v, c, steps, warmup, data, isolate, blocks) for v in variants for c in counts]
+    results = [shared_train_speed(v, c, steps, warmup, data, isolate, blocks)
+               for v in variants for c in counts]
     base, alone = results[0]["step_s"], results[0]["tokens_per_s"]
     for r in results:
-        r["step_time_vs_first"], r["tokens_vs_first"] = r["step_s"] / base, r["tokens_per_s"] / alone
-        copies = f"  {r['copies']} copies (overlap {r['overlap']:.0%}), total x{r['tokens_vs_first']:.2f}" \
-            if r["copies"] > 1 else ""
+        r["step_time_vs_first"], r["tokens_vs_first"] = (r["step_s"] / base,
+                                                         r["tokens_per_s"] / alone)
+        copies = (f"  {r['copies']} copies (overlap {r['overlap']:.0%}), "
+                  f"total x{r['tokens_vs_first']:.2f}" if r["copies"] > 1 else "")
         paths = "".join(f"  [{kind}: {path}]" for kind, path in r["kernels"].items())
-        print(f"{' '.join(r['overrides']):70s} {r['tokens_per_s']:>12,.0f} tok/s  MFU {r['mfu'] or 0:.1%}  "
-              f"peak {r['peak_memory_gib'] or 0:.1f} GiB  x{r['step_time_vs_first']:.3f}{copies}{paths}")
+        print(f"{' '.join(r['overrides']):70s} {r['tokens_per_s']:>12,.0f} tok/s  MFU "
+              f"{r['mfu'] or 0:.1%}  peak {r['peak_memory_gib'] or 0:.1f} GiB  "
+              f"x{r['step_time_vs_first']:.3f}{copies}{paths}")
     _emit(results, args["json"])
 
 
@@ -97,11 +100,13 @@ def cmd_profile(args: Args) -> None:
                      _data(args))
     busy = f" (the GPU busy {r['busy']:.0%} of the wall)" if r["busy"] is not None else ""
     paths = "".join(f" [{kind}: {path}]" for kind, path in r["kernels"].items())
-    print(f"{' '.join(r['overrides'])}{paths}: {r['step_s'] * 1e3:.2f} ms/step, {r['tokens_per_s']:,.0f} tokens/s; "
-          f"{r['entries']} {r['profiled_s_per_step'] * 1e3:.2f} ms/step{busy}")
+    print(f"{' '.join(r['overrides'])}{paths}: {r['step_s'] * 1e3:.2f} ms/step, "
+          f"{r['tokens_per_s']:,.0f} tokens/s; {r['entries']} {r['profiled_s_per_step'] * 1e3:.2f} "
+          f"ms/step{busy}")
     print(f"  {'name':80s} {'ms/step':>9s} {'calls':>7s} {'share':>6s}")
     for e in r["top"]:
-        print(f"  {e['name'][:80]:80s} {e['ms_per_step']:9.3f} {e['calls_per_step']:7.1f} {e['share']:6.1%}")
+        print(f"  {e['name'][:80]:80s} {e['ms_per_step']:9.3f} {e['calls_per_step']:7.1f} "
+              f"{e['share']:6.1%}")
     if args["json"]:
         write_json(Path(args["json"]), r)
 
@@ -111,7 +116,8 @@ def cmd_table(args: Args) -> None:
 
     rows, cols = args.list("rows") or list(TABLE_ROWS), args.list("cols") or list(TABLE_COLUMNS)
     path = Path(args["json"]) if args["json"] else None
-    cells = bench_table(rows, cols, args.overrides, args.int("steps", 1), args.int("warmup"), path, args.int("blocks", 1))
+    cells = bench_table(rows, cols, args.overrides, args.int("steps", 1), args.int("warmup"), path,
+                        args.int("blocks", 1))
     table = table_markdown(cells)
     print(table)
     if args["md"]:
@@ -124,8 +130,8 @@ def cmd_canon(args: Args) -> None:
     rows = canon_speed(args.ints("widths", minimum=1), batch=args.int("batch", 1),
                       context=args.int("context", 1))
     for r in rows:
-        print(f"[{r['batch']}, {r['context']}, {r['width']}] {r['backend']:28s} {r['us']:9.1f} us wall, "
-              f"{r['device_us']:9.1f} us on the GPU  (floor {r['floor_us']:.0f} us)")
+        print(f"[{r['batch']}, {r['context']}, {r['width']}] {r['backend']:28s} {r['us']:9.1f} us "
+              f"wall, {r['device_us']:9.1f} us on the GPU  (floor {r['floor_us']:.0f} us)")
     _emit(rows, args["json"])
 
 
@@ -133,58 +139,69 @@ def cmd_data(args: Args) -> None:
     from playground.bench.measure import data_speed
 
     workers = tuple(args.ints("workers"))
-    _emit(data_speed(args.list("tasks"), workers=workers, seconds=args.float("seconds")), args["json"])
+    _emit(data_speed(args.list("tasks"), workers=workers, seconds=args.float("seconds")),
+          args["json"])
 
 
 def cmd_generate(args: Args) -> None:
     from playground.bench.measure import generate_speed
 
     overrides = args.overrides or ["task=brevo1", "task.N=110", "size=12L768D", "canon=none"]
-    _emit(generate_speed(overrides, args.int("count", 1), args.int("batch_size", 1), args.list("modes")),
+    _emit(generate_speed(overrides, args.int("count", 1), args.int("batch_size", 1),
+                         args.list("modes")),
           args["json"])
 
 
 JSON = {"json": ("", "also write the figures to this JSON file")}
-BLOCKS = {"blocks": ("3", "blocks of timed steps; a config's step time is its fastest block's mean (a block can "
-                             "read slow for reasons outside the model: docs/PERFORMANCE.md); copies sharing the "
-                             "device time steps × blocks steps in one block")}
+BLOCKS = {"blocks": ("3", "blocks of timed steps; a config's step time is its fastest block's mean "
+                             "(a block can read slow for reasons outside the model: "
+                             "docs/PERFORMANCE.md); copies sharing the device time steps × blocks "
+                             "steps in one block")}
 DATA = {"data": ("fixed", "fixed: one batch repeated (the model alone); real: from the loader")}
 COMMANDS = [
     Command("params", "parameter counts of every backbone at the paper's sizes", cmd_params,
-            {"vocab": ("0", "vocabulary size (0: Depo1's)"), "sizes": (",".join(PAPER_SIZES), "size presets"),
+            {"vocab": ("0", "vocabulary size (0: Depo1's)"),
+             "sizes": (",".join(PAPER_SIZES), "size presets"),
              **JSON}, examples=("playground-bench params",)),
-    Command("train", "training tokens/s, MFU and peak memory of a config (and of variants of it)", cmd_train,
-            {"compare": ("", "variants separated by |, each a list of overrides: 'canon=none | canon=ABCD'"),
-             "steps": ("20", "timed steps per block"), "warmup": ("5", "untimed steps first"), **BLOCKS,
-             **DATA,
-             "copies": ("1", "processes training the config at once on the device, as runs sharing a GPU "
-                             "(a list: copies=1,4 measures alone, then 4 together; tokens/s is their total)"),
+    Command("train",
+            "training tokens/s, MFU and peak memory of a config (and of variants of it)", cmd_train,
+            {"compare": ("", "variants separated by |, each a list of overrides: "
+                             "'canon=none | canon=ABCD'"),
+             "steps": ("20", "timed steps per block"), "warmup": ("5", "untimed steps first"),
+             **BLOCKS, **DATA,
+             "copies": ("1", "processes training the config at once on the device, as runs sharing "
+                             "a GPU (a list: copies=1,4 measures alone, then 4 together; "
+                             "tokens/s is their total)"),
              **JSON},
             overrides=(), examples=(
-                "playground-bench train task=depo1 size=12L768D train.batch_size=16 train.compile=true "
-                "compare='canon=none | canon=ABCD' json=docs/bench/canon.json",
+                "playground-bench train task=depo1 size=12L768D train.batch_size=16 "
+                "train.compile=true compare='canon=none | canon=ABCD' json=docs/bench/canon.json",
                 "playground-bench train task=depo1 size=8L512D data=real data.num_workers=8",
-                "playground-bench train task=depo1_K4 task.context=512 size=8L512D train=paper train.batch_size=64 "
-                "train.compile=true copies=1,6   # runs sharing a GPU (try with and without CUDA MPS)")),
-    Command("profile", "where a training step's time goes: its top GPU kernels (on the CPU: operators), "
-            "from the PyTorch profiler", cmd_profile,
-            {"steps": ("10", "steps timed, then as many profiled"), "warmup": ("5", "untimed steps first"),
-             "top": ("15", "entries listed"),
+                "playground-bench train task=depo1_K4 task.context=512 size=8L512D train=paper "
+                "train.batch_size=64 train.compile=true copies=1,6   # runs sharing a GPU "
+                "(try with and without CUDA MPS)")),
+    Command("profile", "where a training step's time goes: its top GPU kernels (on the CPU: "
+            "operators), from the PyTorch profiler", cmd_profile,
+            {"steps": ("10", "steps timed, then as many profiled"),
+             "warmup": ("5", "untimed steps first"), "top": ("15", "entries listed"),
              **DATA, **JSON},
             overrides=(), examples=(
-                "playground-bench profile task=depo1 size=12L768D train.batch_size=16 model=mamba2 mixer=mamba2 "
-                "canon=none model.mixer.backend=mamba_ssm train.compile=true json=prof.json",
+                "playground-bench profile task=depo1 size=12L768D train.batch_size=16 model=mamba2 "
+                "mixer=mamba2 canon=none model.mixer.backend=mamba_ssm train.compile=true "
+                "json=prof.json",
                 "playground-bench profile task=depo1_K4 task.context=512 size=8L512D train=paper "
                 "train.batch_size=64 canon=ABCD train.compile=true top=25")),
-    Command("table", "the performance table: backbones ± Canon × the paper's sizes and the mini recipe",
+    Command("table",
+            "the performance table: backbones ± Canon × the paper's sizes and the mini recipe",
             cmd_table,
             {"rows": ("", "backbone keys, e.g. llama,llama_canon (default: every row of "
                           "playground.bench.measure.TABLE_ROWS)"),
-             "cols": ("", "column keys, e.g. mini,12L768D (default: every one of TABLE_COLUMNS: the paper's "
-                          "four sizes and the mini recipe)"),
-             "steps": ("20", "timed steps per block"), "warmup": ("5", "untimed steps first"), **BLOCKS,
-             "json": ("", "the cells as JSON, rewritten after each one; cells already there are kept, "
-                          "not measured again"),
+             "cols": ("", "column keys, e.g. mini,12L768D (default: every one of TABLE_COLUMNS: "
+                          "the paper's four sizes and the mini recipe)"),
+             "steps": ("20", "timed steps per block"),
+             "warmup": ("5", "untimed steps first"), **BLOCKS,
+             "json": ("", "the cells as JSON, rewritten after each one; cells already there are "
+                          "kept, not measured again"),
              "md": ("", "also write the markdown table here")},
             overrides=(), examples=(
                 "playground-bench table json=docs/bench/table.json md=docs/bench/table.md",
@@ -192,22 +209,28 @@ COMMANDS = [
     Command("canon", "Canon forward+backward time per backend (CUDA)", cmd_canon,
             {"widths": ("512,768,1536,2304,4096", "channel widths"), "batch": ("16", "sequences"),
              "context": ("2048", "sequence length"), **JSON},
-            examples=("playground-bench canon widths=768,2304", "playground-bench canon batch=64 context=512 widths=512,1536,2688")),
+            examples=("playground-bench canon widths=768,2304",
+                      "playground-bench canon batch=64 context=512 widths=512,1536,2688")),
     Command("data", "task generation and loader throughput", cmd_data,
             {"tasks": ("depo1,depo2,brevo1,brevo2,mano,cfg3f,mqar,capo", "task presets"),
-             "workers": ("0,8", "loader worker counts"), "seconds": ("10", "seconds per measurement"), **JSON},
+             "workers": ("0,8", "loader worker counts"),
+             "seconds": ("10", "seconds per measurement"), **JSON},
             examples=("playground-bench data tasks=depo1,cfg3f workers=0,4",)),
-    Command("generate", "generative evaluation: CUDA-graph / cached decoding vs re-running the prefix",
+    Command("generate",
+            "generative evaluation: CUDA-graph / cached decoding vs re-running the prefix",
             cmd_generate,
             {"count": ("1000", "eval examples"), "batch_size": ("256", "prompts per batch"),
-             "modes": ("graph,cached,rerun", "decoding modes to time: graph (fixed-shape steps, a CUDA graph "
-                                             "on CUDA), cached, rerun (the prefix again per token)"), **JSON},
-            overrides=(), examples=("playground-bench generate task=brevo1 task.N=110 size=12L768D canon=none",)),
+             "modes": ("graph,cached,rerun", "decoding modes to time: graph (fixed-shape steps, "
+                                             "a CUDA graph on CUDA), cached, rerun (the prefix "
+                                             "again per token)"), **JSON},
+            overrides=(),
+            examples=("playground-bench generate task=brevo1 task.N=110 size=12L768D canon=none",)),
 ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    cli_main("playground-bench", "speed, memory and parameter figures of the models", COMMANDS, argv)
+    cli_main("playground-bench", "speed, memory and parameter figures of the models",
+             COMMANDS, argv)
 
 
 if __name__ == "__main__":

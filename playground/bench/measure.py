@@ -77,7 +77,8 @@ def _training_step(overrides: list[str], data: str):
     step_fn = compiled(model, cfg.train)
     opt = make_optimizer(model, cfg.train)
     t = cfg.train
-    # a pre-made batch needs no workers (idle ones prefetching beside the timed steps would not help)
+    # a pre-made batch needs no workers
+    # (idle ones prefetching beside the timed steps would not help)
     workers = loader_workers(cfg.data.num_workers, device) if data == "real" else 0
     batches = Batches(task, t.batch_size, shard_size(task, cfg.data.shard_examples), workers,
                       cfg.data.prefetch, packing=cfg.data.packing)
@@ -110,7 +111,8 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     t = cfg.train
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    first = _timed(one_step, device, 1, 0)  # the first step compiles (and autotunes): the first warm-up step
+    # the first step compiles (and autotunes): the first warm-up step
+    first = _timed(one_step, device, 1, 0)
     block_s = [_timed(one_step, device, steps, max(warmup - 1, 0), ready)]
     block_s += [_timed(one_step, device, steps, 0) for _ in range(blocks - 1)]
     seconds, end = min(block_s), time.time()
@@ -119,12 +121,15 @@ def train_speed(overrides: list[str], steps: int = 20, warmup: int = 5, data: st
     flops = flops_per_token(model, cfg.task.context) * tokens / seconds
     peak = peak_flops(device)
     return {"overrides": overrides, "device": _device_name(device),
-            "step_s": seconds, "block_step_s": block_s, "first_step_s": first, "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
+            "step_s": seconds, "block_step_s": block_s, "first_step_s": first,
+            "tokens_per_s": tokens / seconds, "tflops": flops / 1e12,
             "mfu": flops / peak if peak else None, "data": data, "loader_workers": workers,
             "packing": resolve_packing(task, cfg.data.packing), "compile": t.compile,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
-            "params": model.param_counts()["total"], "kernels": model.kernel_paths(device), "timed_window": window}
+            "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30
+                               if device.type == "cuda" else None,
+            "params": model.param_counts()["total"], "kernels": model.kernel_paths(device),
+            "timed_window": window}
 
 
 def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: int = 15,
@@ -139,7 +144,8 @@ def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: in
     _timed(one_step, device, 1, 0)  # compiles
     wall = _timed(one_step, device, steps, max(warmup - 1, 0))
     cuda = device.type == "cuda"
-    with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]) as prof:
+    with profile(activities=[ProfilerActivity.CPU,
+                             *([ProfilerActivity.CUDA] if cuda else [])]) as prof:
         for _ in range(steps):
             one_step()
         _sync(device)
@@ -153,15 +159,15 @@ def step_profile(overrides: list[str], steps: int = 10, warmup: int = 5, top: in
     rows = [{"name": e.key, "ms_per_step": own(e) * 1e3, "calls_per_step": e.count / steps,
              "share": own(e) / total if total else 0.0}
             for e in sorted(events, key=own, reverse=True)[:top]]
-    return {"overrides": overrides, "device": _device_name(device), "compile": cfg.train.compile, "data": data,
-            "kernels": model.kernel_paths(device), "steps": steps, "step_s": wall,
+    return {"overrides": overrides, "device": _device_name(device), "compile": cfg.train.compile,
+            "data": data, "kernels": model.kernel_paths(device), "steps": steps, "step_s": wall,
             "tokens_per_s": cfg.train.batch_size * cfg.task.context / wall,
             "entries": "GPU kernels" if cuda else "CPU operators", "profiled_s_per_step": total,
             "busy": total / wall if cuda else None, "top": rows}
 
 
-def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int, blocks: int, barrier,
-          results) -> None:
+def _copy(overrides: list[str], steps: int, warmup: int, data: str, copies: int, blocks: int,
+          barrier, results) -> None:
     """One process of :func:`shared_train_speed` (module level: spawned processes import it);
     with ``data=real`` its loader takes its share of the cores, as a run of a local sweep does."""
     os.environ[HOST_RUNS] = str(copies)
@@ -188,15 +194,19 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
     if copies > 1:
         steps, blocks = steps * blocks, 1
     if copies == 1 and not isolate:
-        return {**train_speed(overrides, steps, warmup, data, blocks=blocks), "copies": 1, "overlap": 1.0}
-    to_objects(compose([*BENCH_DEFAULTS, *overrides]))  # a bad override fails here, before any copy starts
+        return {**train_speed(overrides, steps, warmup, data, blocks=blocks), "copies": 1,
+                "overlap": 1.0}
+    # a bad override fails here, before any copy starts
+    to_objects(compose([*BENCH_DEFAULTS, *overrides]))
     import multiprocessing
     from queue import Empty
 
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(copies), ctx.Queue()
-    procs = [ctx.Process(target=_copy, args=(overrides, steps, warmup, data, copies, blocks, barrier, queue))
-             for _ in range(copies)]  # not daemonic: a copy's loader starts worker processes of its own
+    # not daemonic: a copy's loader starts worker processes of its own
+    procs = [ctx.Process(target=_copy,
+                         args=(overrides, steps, warmup, data, copies, blocks, barrier, queue))
+             for _ in range(copies)]
     for proc in procs:
         proc.start()
     results: list[dict] = []
@@ -207,7 +217,8 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
             except Empty:
                 dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
                 if dead:
-                    raise RuntimeError(f"copies={copies}: a copy died (exit code {dead[0]}) before reporting") from None
+                    raise RuntimeError(f"copies={copies}: a copy died "
+                                       f"(exit code {dead[0]}) before reporting") from None
             errors = [r["error"] for r in results if "error" in r]
             if errors:
                 raise RuntimeError(f"copies={copies}: a copy failed: {errors[0]}")
@@ -219,7 +230,8 @@ def shared_train_speed(overrides: list[str], copies: int, steps: int = 20, warmu
     starts, ends = [r["timed_window"][0] for r in results], [r["timed_window"][1] for r in results]
     longest = max(e - s for s, e in zip(starts, ends))
     total = sum(r["tokens_per_s"] for r in results)
-    on_cuda = results[0]["peak_memory_gib"] is not None  # peak memory (and MFU, on a known GPU): CUDA only
+    # peak memory (and MFU, on a known GPU): CUDA only
+    on_cuda = results[0]["peak_memory_gib"] is not None
     return {**results[0], "copies": copies, "tokens_per_s": total,
             "mfu": None if results[0]["mfu"] is None else sum(r["mfu"] for r in results),
             "tflops": sum(r["tflops"] for r in results),
@@ -252,12 +264,15 @@ GRAPHS_MODE = "train.compile_mode=reduce-overhead"
 GRAPHS = f"train.compile=true {GRAPHS_MODE}"
 BACKBONES = [
     Backbone("llama", "Llama (RoPE)", "mixer=rope canon=none train.compile=true"),
-    Backbone("llama_canon", "Llama + Canon-ABCD", "mixer=rope canon=ABCD train.compile=true", "llama"),
+    Backbone("llama_canon", "Llama + Canon-ABCD",
+             "mixer=rope canon=ABCD train.compile=true", "llama"),
     Backbone("gla", "GLA", f"mixer=gla canon=none {GRAPHS}"),
     Backbone("gla_canon", "GLA + Canon-ABCD", f"mixer=gla canon=ABCD {GRAPHS}", "gla"),
     Backbone("gdn", "GDN", "mixer=gdn canon=none train.compile=true"),
-    Backbone("gdn_canon", "GDN (no conv) + Canon-ABCD", "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
-    Backbone("mamba2", "Mamba2 (2× layers, no MLP)", f"model=mamba2 mixer=mamba2 canon=none {GRAPHS}"),
+    Backbone("gdn_canon", "GDN (no conv) + Canon-ABCD",
+             "mixer=gdn_noconv canon=ABCD train.compile=true", "gdn"),
+    Backbone("mamba2", "Mamba2 (2× layers, no MLP)",
+             f"model=mamba2 mixer=mamba2 canon=none {GRAPHS}"),
     Backbone("mamba2_canon", "Mamba2 + Canon-AB(no-res)",
              f"model=mamba2 mixer=mamba2_noconv1d canon=AB_nores {GRAPHS}", "mamba2"),
     Backbone("mamba2_mlp", "Mamba2-mlp", "model=mamba2_mlp mixer=mamba2 canon=none", speed=False),
@@ -266,7 +281,8 @@ BACKBONES = [
 ]
 TABLE_ROWS = {b.key: b for b in BACKBONES if b.speed}
 TABLE_COLUMNS: dict[str, str] = {
-    **{size: f"task=depo1 size={size} train.batch_size=16" for size in ("8L512D", "8L768D", "12L512D", "12L768D")},
+    **{size: f"task=depo1 size={size} train.batch_size=16"
+       for size in ("8L512D", "8L768D", "12L512D", "12L768D")},
     "mini": "task=depo1_K4 task.context=512 task.N=25 size=8L512D train=paper train.batch_size=64",
 }
 
@@ -296,13 +312,15 @@ def bench_table(rows: list[str], columns: list[str], extra: list[str], steps: in
     for keys, known, what in ((rows, TABLE_ROWS, "rows"), (columns, TABLE_COLUMNS, "cols")):
         for key in keys:
             check(key in known, what, key, f"one of {', '.join(known)}")
-    cells = {(c, r): [*TABLE_COLUMNS[c].split(), *TABLE_ROWS[r].overrides.split(), *extra] for c in columns for r in rows}
+    cells = {(c, r): [*TABLE_COLUMNS[c].split(), *TABLE_ROWS[r].overrides.split(), *extra]
+             for c in columns for r in rows}
     for overrides in cells.values():  # every cell's config is checked before anything is measured
         to_objects(compose([*BENCH_DEFAULTS, *overrides]))
     done = {(r["column"], r["row"]): r for r in (read_json(path) if path and path.exists() else [])}
     for (col, row), overrides in cells.items():
         if (col, row) not in done:
-            cell = {"column": col, "row": row, "label": TABLE_ROWS[row].label, "twin": TABLE_ROWS[row].twin}
+            cell = {"column": col, "row": row, "label": TABLE_ROWS[row].label,
+                    "twin": TABLE_ROWS[row].twin}
             try:
                 cell |= shared_train_speed(overrides, 1, steps, warmup, isolate=True, blocks=blocks)
             except Exception as err:  # noqa: BLE001 — recorded in the table, the next cell runs
@@ -341,9 +359,9 @@ def table_markdown(cells: list[dict]) -> str:
             continue
         how = "compiled" if c["compile"] else "eager"
         how += ", CUDA graphs" if GRAPHS_MODE in c.get("overrides", []) else ""
-        lines.append(f"| {c['column']} | {c['label']}, {how} | {c['tokens_per_s']:,.0f} | {fmt(c['mfu'], '{:.1%}')} | "
-                     f"{fmt(c['peak_memory_gib'], '{:.1f} GiB')} | {fmt(c['x_twin'], '×{:.2f}')} | "
-                     f"{fmt(c['x_llama'], '×{:.2f}')} |")
+        lines.append(f"| {c['column']} | {c['label']}, {how} | {c['tokens_per_s']:,.0f} | "
+                     f"{fmt(c['mfu'], '{:.1%}')} | {fmt(c['peak_memory_gib'], '{:.1f} GiB')} | "
+                     f"{fmt(c['x_twin'], '×{:.2f}')} | {fmt(c['x_llama'], '×{:.2f}')} |")
     return "\n".join(lines)
 
 
@@ -358,7 +376,8 @@ def _device_seconds(fn: Callable[[], object], steps: int) -> float:
     return sum(e.self_device_time_total for e in prof.key_averages()) / 1e6 / steps
 
 
-def canon_speed(widths: list[int], batch: int = 16, context: int = 2048, dtype=torch.bfloat16) -> list[dict]:
+def canon_speed(widths: list[int], batch: int = 16, context: int = 2048,
+                dtype=torch.bfloat16) -> list[dict]:
     """Forward + backward time of one Canon layer (kernel 4, residual) per backend and width:
     ``us`` the wall clock per call as an eager caller pays it (host dispatch included),
     ``device_us`` the GPU kernels' time alone (profiler), ``floor_us`` the memory floor."""
@@ -401,10 +420,12 @@ def data_speed(presets: list[str], examples: int = 2000, workers: tuple[int, ...
         tic = time.perf_counter()
         tokens = sum(len(ex) for lo in range(0, examples, shard)
                      for ex in task.examples("train", lo, min(lo + shard, examples), meta=False))
-        row = {"task": preset, "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic),
+        row = {"task": preset,
+               "generate_tokens_per_s_per_core": tokens / (time.perf_counter() - tic),
                "packing": resolve_packing(task, cfg.data.packing)}
         for n in workers:
-            batches = Batches(task, 8, shard_size(task), num_workers=n, prefetch=4, packing=cfg.data.packing)
+            batches = Batches(task, 8, shard_size(task), num_workers=n, prefetch=4,
+                              packing=cfg.data.packing)
             next(batches)  # workers started
             tic, count = time.perf_counter(), 0
             while time.perf_counter() - tic < seconds:
@@ -436,7 +457,8 @@ def generate_speed(overrides: list[str], count: int = 1000, batch_size: int = 64
     examples = [task.example("eval", i) for i in range(count)]
     prompts = [ex.tokens[: ex.meta["answer_start"]] for ex in examples]
     max_new = task.cfg.N + 2
-    out, tokens = {"overrides": overrides, "examples": count, "max_new": max_new, "batch_size": batch_size}, []
+    out, tokens = ({"overrides": overrides, "examples": count, "max_new": max_new,
+                    "batch_size": batch_size}, [])
     for mode in modes:
         _sync(device)
         tic = time.perf_counter()

@@ -80,11 +80,13 @@ def windows_of(args: Args) -> tuple:
                           f"{start + count:,} windows of task.context={task.cfg.context} tokens in "
                           f"memory, more than {MAX_WINDOW_TOKENS:,} tokens; ask for fewer")
     check_fits(task, data.packing)
-    batch = first_windows(task, shard_size(task, data.shard_examples), start + count, split, data.packing)
+    batch = first_windows(task, shard_size(task, data.shard_examples), start + count, split,
+                          data.packing)
     tokens, mask, segments = (a[start:].numpy() for a in batch)
     targets = mask.copy()
     targets[:, 0] = False  # the loss reads mask[:, 1:]: nothing precedes position 0
-    return task, resolve_packing(task, data.packing), split, (tokens.astype(np.int32), targets, segments)
+    return (task, resolve_packing(task, data.packing), split,
+            (tokens.astype(np.int32), targets, segments))
 
 
 def render(task, ids: np.ndarray, targets: np.ndarray) -> str:
@@ -96,8 +98,9 @@ def render(task, ids: np.ndarray, targets: np.ndarray) -> str:
 def show_windows(args: Args) -> None:
     task, mode, split, (tokens, targets, segments) = windows_of(args)
     for k, (ids, tgt, seg) in enumerate(zip(tokens, targets, segments), start=args.int("start")):
-        print(f"# window {k} ({mode} packing, {split} split): {len(ids)} tokens, {int(tgt.sum())} targets, "
-              f"{int((seg < 0).sum())} padding, {int(seg.max()) + 1} examples\n{render(task, ids, tgt)}\n")
+        print(f"# window {k} ({mode} packing, {split} split): {len(ids)} tokens, {int(tgt.sum())} "
+              f"targets, {int((seg < 0).sum())} padding, {int(seg.max()) + 1} examples\n"
+              f"{render(task, ids, tgt)}\n")
 
 
 def cmd_show(args: Args) -> None:
@@ -141,25 +144,30 @@ def cmd_stats(args: Args) -> None:
     print(f"vocabulary: {len(task.vocab)} tokens; max example length: {task.max_length()}")
     print(f"length: mean {lengths.mean():.1f}, min {lengths.min()}, max {lengths.max()}; "
           f"targets per example: {np.mean([ex.loss_mask.sum() for ex in exs]):.1f}")
-    print(f"{mode} packing into context {task.cfg.context}: {len(tokens)} windows, {fill:.1%} non-pad")
+    print(f"{mode} packing into context {task.cfg.context}: "
+          f"{len(tokens)} windows, {fill:.1%} non-pad")
     print(f"generation: {lengths.sum() / elapsed:,.0f} tokens/s on one core")
 
 
 SECTIONS = ("task", "data")
 PICK = {"split": ("auto", f"one of {list(SPLITS)}; auto: eval for examples, train for windows"),
-        "count": ("3", "how many examples"), "start": ("0", "index of the first example (or window)")}
-WINDOWS = {"windows": ("0", "N > 0: N windows of the training stream from window start=, instead of "
-                            "examples, as the loader packs them (data.packing, data.shard_examples)")}
+        "count": ("3", "how many examples"),
+        "start": ("0", "index of the first example (or window)")}
+WINDOWS = {"windows": ("0", "N > 0: N windows of the training stream from window start=, instead "
+                            "of examples, as the loader packs them (data.packing, "
+                            "data.shard_examples)")}
 COMMANDS = [
     Command("show", "decoded examples or training windows, targets in [brackets]", cmd_show,
             {**PICK, **WINDOWS}, overrides=SECTIONS,
             examples=("playground-data show task=depo1 split=eval count=3",
                       "playground-data show task=cfg3f windows=2")),
     Command("dump", "examples as JSON lines with their ground truth (meta), or training windows",
-            cmd_dump, {**PICK, **WINDOWS, "out": ("", "the JSONL file to write")}, overrides=SECTIONS,
+            cmd_dump, {**PICK, **WINDOWS, "out": ("", "the JSONL file to write")},
+            overrides=SECTIONS,
             examples=("playground-data dump task=brevo1 split=eval count=200 out=brevo1.jsonl",
                       "playground-data dump task=cfg3f windows=300 out=cfg3f_windows.jsonl")),
-    Command("stats", "lengths, packing and generation speed", cmd_stats, {**PICK, "count": ("1000", "examples")},
+    Command("stats", "lengths, packing and generation speed", cmd_stats,
+            {**PICK, "count": ("1000", "examples")},
             overrides=SECTIONS, examples=("playground-data stats task=mano",)),
 ]
 

@@ -184,4 +184,5 @@ def first_windows(task: Task, shard_examples: int, count: int, split: str = "tra
 def window_stream(task: Task, shard_examples: int, count: int, split: str = "train",
                   packing: str = "auto") -> np.ndarray:
     """The first ``count`` windows' tokens as int32[count, T] (for inspection and tests)."""
-    return first_windows(task, shard_examples, count, split, packing).tokens.numpy().astype(np.int32)
+    return first_windows(task, shard_examples, count, split,
+                         packing).tokens.numpy().astype(np.int32)

@@ -36,7 +36,8 @@ from playground.config import PACKINGS
 from playground.errors import check
 from playground.tasks.base import Example, Task
 
-Windows = tuple[np.ndarray, np.ndarray, np.ndarray]  # tokens int32, mask bool, segments int32 [W, T]
+# tokens int32, mask bool, segments int32 [W, T]
+Windows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def resolve_packing(task: Task | type[Task], packing: str) -> str:
@@ -59,7 +60,8 @@ def pack(examples: Iterable[Example], context: int, pad_id: int) -> Windows:
             raise ValueError(f"an example of {n} tokens does not fit in task.context={context}; "
                              f"raise task.context or lower the task's difficulty")
         if row is None or used + n > context:
-            row = (np.full(context, pad_id, np.int32), np.zeros(context, bool), np.full(context, -1, np.int32))
+            row = (np.full(context, pad_id, np.int32), np.zeros(context, bool),
+                   np.full(context, -1, np.int32))
             rows.append(row)
             used = 0
         tokens, mask, segments = row
@@ -84,7 +86,8 @@ def pack_stream(examples: Iterable[Example], context: int, pad_id: int,
     if follow is not None and total % context:
         parts.append((follow.tokens[:1], follow.loss_mask[:1]))
     lengths = [len(t) for t, _ in parts]
-    tokens = np.concatenate([t for t, _ in parts]).astype(np.int32) if parts else np.zeros(0, np.int32)  # [N]
+    tokens = (np.concatenate([t for t, _ in parts]).astype(np.int32) if parts
+              else np.zeros(0, np.int32))  # [N]
     mask = np.concatenate([m for _, m in parts]).astype(bool) if parts else np.zeros(0, bool)  # [N]
     owner = np.repeat(np.arange(len(parts), dtype=np.int32), lengths)  # [N]: example of each token
     windows = -(-len(tokens) // context)
@@ -115,7 +118,8 @@ def shard_size(task: Task, requested: int = 0) -> int:
     return requested or max(16, SHARD_TOKENS // task.max_length())
 
 
-def pack_shard(task: Task, split: str, shard: int, shard_examples: int, packing: str = "auto") -> Windows:
+def pack_shard(task: Task, split: str, shard: int, shard_examples: int,
+               packing: str = "auto") -> Windows:
     """The windows of shard ``shard``: examples [shard·S, (shard+1)·S) of ``split``, packed as
     ``data.packing=packing`` says (a stream shard also reads the first token of example
     (shard+1)·S to close its last window)."""
@@ -129,14 +133,16 @@ def pack_shard(task: Task, split: str, shard: int, shard_examples: int, packing:
 EXACT_COUNT, SAMPLE = 20_000, 4096  # count_windows packs up to this many examples, else a sample
 
 
-def count_windows(task: Task, count: int, shard_examples: int, packing: str = "auto") -> tuple[int, int]:
+def count_windows(task: Task, count: int, shard_examples: int,
+                  packing: str = "auto") -> tuple[int, int]:
     """How many windows the first ``count`` training examples fill, packed exactly as the
     loader packs them (shards of ``shard_examples``, mode ``data.packing=packing``), and how
     many examples were packed to know it: all of them up to EXACT_COUNT; beyond, whole shards
     covering SAMPLE examples, and the window count scaled up (rounded up). (A stream shard's
     closing token never opens a window, so it is left out here.)"""
     mode = resolve_packing(task, packing)
-    measured = count if count <= EXACT_COUNT else min(count, math.ceil(SAMPLE / shard_examples) * shard_examples)
+    measured = (count if count <= EXACT_COUNT
+                else min(count, math.ceil(SAMPLE / shard_examples) * shard_examples))
     windows = 0
     for lo in range(0, measured, shard_examples):
         exs = task.examples("train", lo, min(lo + shard_examples, measured), meta=False)

@@ -33,8 +33,9 @@ from playground.grammar.sampler import (
 )
 
 __all__ = [
-    "Grammar", "GrammarError", "Tree", "accepts", "accepts_many", "bracket", "count_parses", "format_tree",
+    "Grammar", "GrammarError", "Tree", "accepts", "accepts_many", "bracket", "count_parses",
+    "format_tree",
     "inside_probability", "load_grammar", "next_symbol_probs", "next_symbol_weights", "parse",
-    "random_grammar", "sample", "sample_frontiers", "sample_levels", "sample_many", "sample_with_tree",
-    "shipped_grammars", "tree_leaves", "tree_to_nltk",
+    "random_grammar", "sample", "sample_frontiers", "sample_levels", "sample_many",
+    "sample_with_tree", "shipped_grammars", "tree_leaves", "tree_to_nltk",
 ]

@@ -113,12 +113,14 @@ def cmd_nextprob(g: Grammar, args: Args) -> None:
 def cmd_show(g: Grammar, args: Args) -> None:
     lo, hi = g.length_range()
     print(g.format_rules())
-    print(f"# {g.n_symbols()} non-terminals, {g.n_total_rules()} rules; sentence lengths {lo}..{hi}")
+    print(f"# {g.n_symbols()} non-terminals, {g.n_total_rules()} rules; "
+          f"sentence lengths {lo}..{hi}")
 
 
 def cmd_random(args: Args) -> None:
     pair = lambda key: tuple(int(v) for v in args.list(key))  # noqa: E731
-    g = random_grammar(args.int("seed"), depth=args.int("depth", 1), symbols_per_level=args.int("symbols", 1),
+    g = random_grammar(args.int("seed"), depth=args.int("depth", 1),
+                       symbols_per_level=args.int("symbols", 1),
                        terminals=args.int("terminals", 1), rules_per_symbol=pair("rules"),
                        rule_length=pair("rule_length"), name=args["name"] or None)
     print(g.to_json())
@@ -138,25 +140,28 @@ def on_grammar(command):
 
 
 COMMANDS = [
-    Command("sample", "print sampled sentences, one per line (sentence k from the generator seeded [seed, k])",
+    Command("sample", "print sampled sentences, one per line "
+                      "(sentence k from the generator seeded [seed, k])",
             on_grammar(cmd_sample), {"count": ("10", "sentences"), "seed": ("0", "sampling seed"),
-                                     "trees": ("false", "print each parse tree before its sentence")},
+                                     "trees": ("false",
+                                               "print each parse tree before its sentence")},
             ("GRAMMAR",), examples=("playground-grammar sample cfg3f count=4 seed=3",)),
     Command("check", "accept/reject each line of FILE ('-': standard input)", on_grammar(cmd_check),
             {"count_parses": ("false", "also print the exact parse count"),
              "tree": ("false", "print one parse tree of accepted lines"),
              "workers": ("1", "processes for recognition")},
-            ("GRAMMAR", "FILE"), examples=("playground-grammar check cfg3f sentences.txt count_parses=true",)),
+            ("GRAMMAR", "FILE"),
+            examples=("playground-grammar check cfg3f sentences.txt count_parses=true",)),
     Command("nextprob", "the true next-symbol distribution after every prefix of each line",
-            on_grammar(cmd_nextprob), {"exact": ("false", "print exact fractions")}, ("GRAMMAR", "FILE"),
-            examples=("playground-grammar nextprob cfg3f sentences.txt",)),
+            on_grammar(cmd_nextprob), {"exact": ("false", "print exact fractions")},
+            ("GRAMMAR", "FILE"), examples=("playground-grammar nextprob cfg3f sentences.txt",)),
     Command("show", "print the rules", on_grammar(cmd_show), positional=("GRAMMAR",),
             examples=("playground-grammar show cfg3f",)),
     Command("random", "print a random layered grammar as JSON (the paper's defaults)", cmd_random,
             {"seed": ("0", "seed"), "depth": ("6", "levels of non-terminals"),
              "symbols": ("3", "symbols per level below the start"), "terminals": ("3", "terminals"),
-             "rules": ("2,4", "LO,HI rules per symbol"), "rule_length": ("2,3", "LO,HI symbols per rule"),
-             "name": ("", "the grammar's name")},
+             "rules": ("2,4", "LO,HI rules per symbol"),
+             "rule_length": ("2,3", "LO,HI symbols per rule"), "name": ("", "the grammar's name")},
             examples=("playground-grammar random seed=7 depth=3 > g.json",)),
 ]
 

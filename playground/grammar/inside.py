@@ -44,7 +44,8 @@ class Weights:
         self.counting = counting
         self.K = max(len(r) for lv in g.rules for rules in lv for r in rules)
         exact_int = counting or min(len(r) for lv in g.rules for rules in lv for r in rules) >= 2
-        self.M = 1 if counting or not exact_int else math.lcm(*(int(n) for lv in g.n_rules for n in lv))
+        self.M = (1 if counting or not exact_int
+                  else math.lcm(*(int(n) for lv in g.n_rules for n in lv)))
         self.fraction = not exact_int
         # inside[i][a][r]: weight of rule r of symbol a (level i)
         self.inside = [[[self._inside(len(rules), len(r)) for r in rules] for rules in lv]
@@ -77,7 +78,8 @@ def _extend(left: Spans, right: Spans) -> Spans:
     return out
 
 
-def inside_chart(g: Grammar, x: Sequence[int], weights: Weights, root_starts=(0,)) -> list[list[Spans]]:
+def inside_chart(g: Grammar, x: Sequence[int], weights: Weights,
+                 root_starts=(0,)) -> list[list[Spans]]:
     """``val[i][a][s][e]`` for terminal indices x (see the module docstring)."""
     val: list[list[Spans]] = [[] for _ in range(g.depth + 1)]
     val[g.depth] = [{} for _ in g.terminals]

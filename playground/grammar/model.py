@@ -65,7 +65,8 @@ class Grammar:
     @classmethod
     def from_dict(cls, data: Any, where: str = "grammar") -> Grammar:
         if not isinstance(data, dict):
-            raise GrammarError(f"{where}: expected a JSON object with keys name, start, terminals, levels")
+            raise GrammarError(f"{where}: expected a JSON object with keys name, start, "
+                               "terminals, levels")
         missing = [k for k in ("start", "terminals", "levels") if k not in data]
         if missing:
             raise GrammarError(f"{where}: missing key(s) {missing}")
@@ -139,7 +140,8 @@ class Grammar:
                  f"{' '.join(map(str, self.terminals))}, depth {self.depth}"]
         for i, lv in enumerate(self.levels):
             lines.append(f"# level {i}")
-            lines += [f"{s} -> " + " | ".join(" ".join(map(str, r)) for r in rules) for s, rules in lv]
+            lines += [f"{s} -> " + " | ".join(" ".join(map(str, r)) for r in rules)
+                      for s, rules in lv]
         return "\n".join(lines)
 
     # -- nltk ----------------------------------------------------------------------------------
@@ -199,14 +201,16 @@ def _nltk_symbol(sym: int, terminals: tuple[int, ...]):
 
 
 def _int_list(value: Any, where: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                              for v in value):
         raise GrammarError(f"{where} must be a list of integers, got {value!r}")
     return value
 
 
 def _parse_entry(entry: Any, where: str) -> tuple[int, list[list[int]]]:
     if not isinstance(entry, dict) or "symbol" not in entry or "rules" not in entry:
-        raise GrammarError(f"{where}: expected an object {{\"symbol\": int, \"rules\": [[...], ...]}}")
+        raise GrammarError(f"{where}: expected an object {{\"symbol\": int, \"rules\": "
+                           f"[[...], ...]}}")
     sym = entry["symbol"]
     if not isinstance(sym, int) or isinstance(sym, bool):
         raise GrammarError(f"{where}: symbol must be an integer, got {sym!r}")
@@ -219,14 +223,16 @@ def _parse_entry(entry: Any, where: str) -> tuple[int, list[list[int]]]:
 def _validate(g: Grammar) -> None:
     """Every structural promise of a layered grammar, with messages that say where it breaks."""
     if not g.terminals or len(set(g.terminals)) != len(g.terminals):
-        raise GrammarError(f"{g.name}: terminals must be distinct and non-empty, got {list(g.terminals)}")
+        raise GrammarError(f"{g.name}: terminals must be distinct and non-empty, "
+                           f"got {list(g.terminals)}")
     level_of: dict[int, int] = {t: len(g.levels) for t in g.terminals}
     for i, lv in enumerate(g.levels):
         if not lv:
             raise GrammarError(f"{g.name}: level {i} has no symbols")
         for sym, _ in lv:
             if sym in level_of:
-                what = "a terminal" if sym in g.terminals else f"already a symbol of level {level_of[sym]}"
+                what = ("a terminal" if sym in g.terminals
+                        else f"already a symbol of level {level_of[sym]}")
                 raise GrammarError(f"{g.name}: symbol {sym} of level {i} is {what}")
             level_of[sym] = i
     if [s for s, _ in g.levels[0]] != [g.start]:
@@ -237,7 +243,8 @@ def _validate(g: Grammar) -> None:
             _validate_rules(g.name, i, sym, rules, level_of, len(g.levels))
 
 
-def _validate_rules(name: str, i: int, sym: int, rules, level_of: dict[int, int], depth: int) -> None:
+def _validate_rules(name: str, i: int, sym: int, rules, level_of: dict[int, int],
+                    depth: int) -> None:
     if not rules:
         raise GrammarError(f"{name}: symbol {sym} (level {i}) has an empty rule set")
     want = "a terminal" if i + 1 == depth else f"a symbol of level {i + 1}"
@@ -267,7 +274,8 @@ def load_grammar(name_or_path: str | Path) -> Grammar:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise GrammarError(f"{path}: line {err.lineno} column {err.colno}: malformed JSON ({err.msg})") from None
+        raise GrammarError(f"{path}: line {err.lineno} column {err.colno}: "
+                           f"malformed JSON ({err.msg})") from None
     return Grammar.from_dict(data, where=str(path))
 
 
@@ -290,7 +298,8 @@ def random_grammar(seed: int, depth: int = 6, symbols_per_level: int | Sequence[
     levels = []
     for i, syms in enumerate(numbers[:-1]):
         below = numbers[i + 1]
-        levels.append([(sym, _random_rules(rng, below, rules_per_symbol, rule_length)) for sym in syms])
+        levels.append([(sym, _random_rules(rng, below, rules_per_symbol, rule_length))
+                       for sym in syms])
     return Grammar(name or f"random-{seed}", numbers[0][0], numbers[-1], levels)
 
 
@@ -302,15 +311,16 @@ def _level_sizes(depth: int, symbols_per_level: int | Sequence[int]) -> list[int
     else:
         sizes = list(symbols_per_level)
     if len(sizes) != depth - 1 or any(s < 1 for s in sizes):
-        raise GrammarError(f"symbols_per_level={symbols_per_level!r} is invalid: expected an integer "
-                           f">= 1 or {depth - 1} of them (levels 1..depth-1)")
+        raise GrammarError(f"symbols_per_level={symbols_per_level!r} is invalid: expected an "
+                           f"integer >= 1 or {depth - 1} of them (levels 1..depth-1)")
     return [1, *sizes]
 
 
 def _check_ranges(rules_per_symbol, rule_length, sizes: list[int], terminals: int) -> None:
     (rlo, rhi), (llo, lhi) = rules_per_symbol, rule_length
     if not 1 <= rlo <= rhi:
-        raise GrammarError(f"rules_per_symbol={rules_per_symbol!r} is invalid: expected 1 <= lo <= hi")
+        raise GrammarError(f"rules_per_symbol={rules_per_symbol!r} is invalid: "
+                           "expected 1 <= lo <= hi")
     if not 1 <= llo <= lhi:
         raise GrammarError(f"rule_length={rule_length!r} is invalid: expected 1 <= lo <= hi")
     if terminals < 1:

@@ -45,7 +45,8 @@ def terminal_indices(g: Grammar, sentence: Sequence[int]) -> list[int] | None:
 
 
 def compose(left: Masks, right: Masks) -> Masks:
-    """Sequence composition: bit e of result[s] is set iff some m has e in right[m], m in left[s]."""
+    """Sequence composition: bit e of result[s] is set iff some m has e in right[m],
+    m in left[s]."""
     out: Masks = {}
     for s, mask in left.items():
         acc = 0
@@ -56,7 +57,8 @@ def compose(left: Masks, right: Masks) -> Masks:
     return out
 
 
-def build_chart(g: Grammar, x: Sequence[int], root_starts: Sequence[int] | None = (0,)) -> list[list[Masks]]:
+def build_chart(g: Grammar, x: Sequence[int],
+                root_starts: Sequence[int] | None = (0,)) -> list[list[Masks]]:
     """The bitset chart of terminal indices ``x``: ``chart[i][a][s]`` = mask of ends (see the
     module docstring). ``root_starts`` limits the level-0 starts (None: all)."""
     chart: list[list[Masks]] = [[] for _ in range(g.depth + 1)]

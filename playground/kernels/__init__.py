@@ -22,7 +22,8 @@ def _triton_on_cuda() -> bool:
 
 def _load(module: str, name: str):
     """``playground.kernels.<module>.<name>`` where triton and CUDA are there, else None."""
-    return getattr(importlib.import_module(f"playground.kernels.{module}"), name) if _triton_on_cuda() else None
+    return (getattr(importlib.import_module(f"playground.kernels.{module}"), name)
+            if _triton_on_cuda() else None)
 
 
 _CANON = _load("canon_triton", "canon_conv")
@@ -38,7 +39,8 @@ def _causal_conv1d():
 
     from playground.kernels import adapters
 
-    return adapters.causal_conv1d_canon if torch.cuda.is_available() and adapters.available("causal_conv1d") else None
+    return (adapters.causal_conv1d_canon
+            if torch.cuda.is_available() and adapters.available("causal_conv1d") else None)
 
 
 _CAUSAL_CONV1D = _causal_conv1d()

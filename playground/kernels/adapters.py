@@ -4,8 +4,8 @@
 - Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
   ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head. Only
   mamba_ssm's Triton kernels are used, so it may be installed without its CUDA extensions
-  (the ``mamba`` extra with ``MAMBA_SKIP_CUDA_BUILD=TRUE``, docs/usage.md): :func:`kernel_module` then enters the
-  package without running its ``__init__``, which imports them.
+  (the ``mamba`` extra with ``MAMBA_SKIP_CUDA_BUILD=TRUE``, docs/usage.md): :func:`kernel_module`
+  then enters the package without running its ``__init__``, which imports them.
 - Gated DeltaNet: ``fla.ops.gated_delta_rule.chunk_gated_delta_rule``.
 - Canon through ``causal_conv1d.causal_conv1d_fn`` (the package of the paper's code release;
   ``model.canon.backend=causal_conv1d``), for comparison with our kernel.
@@ -73,7 +73,8 @@ def _available(package: str) -> bool:
     try:
         kernel_module(_ENTRY.get(package, package))
     except Exception as err:  # a broken GPU install must not break the CPU reference path
-        log.warning("%s is installed but does not import (%s); using the PyTorch path", package, err)
+        log.warning("%s is installed but does not import (%s); using the PyTorch path",
+                    package, err)
         return False
     return True
 
@@ -137,23 +138,26 @@ def _autotuners(package: str):
 # stages. The restricted space is that one configuration where the kernel offers it (else its own
 # two). mamba_ssm's SSD (Mamba2: head dim 96, state 64, chunk 64): its kernels took 56 ms of a step
 # restricted to their own two, 35 ms with the tuned ones among them. fla's GLA (4 heads, keys 96,
-# values 192); a kernel name that fla shares between its ops (chunk_fwd_kernel_h, chunk_bwd_kernel_dh:
-# also GDN's) takes the GLA pick there too.
+# values 192); a kernel name that fla shares between its ops (chunk_fwd_kernel_h,
+# chunk_bwd_kernel_dh: also GDN's) takes the GLA pick there too.
 TUNED = {
     "_bmm_chunk_fwd_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32}, 2, 4),
     "_bmm_chunk_bwd_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_CS": 32}, 2, 4),
     "_chunk_cumsum_fwd_kernel": ({"BLOCK_SIZE_H": 16}, 4, 3),
     "_chunk_cumsum_bwd_kernel": ({"BLOCK_SIZE_H": 16}, 4, 3),
-    "_chunk_state_fwd_kernel": ({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32}, 4, 4),
+    "_chunk_state_fwd_kernel": ({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64,
+                                 "BLOCK_SIZE_K": 32}, 4, 4),
     "_chunk_state_bwd_db_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64}, 4, 3),
     "_state_passing_fwd_kernel": ({"BLOCK_SIZE": 1024}, 4, 3),
     "_state_passing_bwd_kernel": ({"BLOCK_SIZE": 2048}, 4, 3),
     "_chunk_scan_fwd_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32}, 4, 4),
-    "_chunk_scan_bwd_dstates_kernel": ({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32}, 4, 4),
+    "_chunk_scan_bwd_dstates_kernel": ({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64,
+                                        "BLOCK_SIZE_K": 32}, 4, 4),
     "_chunk_scan_bwd_dc_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64}, 4, 3),
     "_chunk_scan_bwd_dcb_kernel": ({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32}, 4, 3),
     "_chunk_scan_bwd_ddAcs_stable_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32}, 4, 3),
-    "_chunk_scan_chunk_state_bwd_dx_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32}, 4, 4),
+    "_chunk_scan_chunk_state_bwd_dx_kernel": ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128,
+                                               "BLOCK_SIZE_K": 32}, 4, 4),
     "chunk_local_cumsum_vector_kernel": ({"BS": 32}, 2, 3),
     "chunk_fwd_kernel_h": ({"BK": 32, "BV": 64}, 1, 3),
     "chunk_bwd_kernel_dh": ({"BK": 32, "BV": 64}, 2, 3),
@@ -201,7 +205,8 @@ def _restrict_autotune(package: str, entry: str, keep: int) -> int:
         count = 0
         for tuner in _autotuners(package):
             if len(tuner.configs) > keep:
-                tuner.configs = _keep(list(tuner.configs), keep, getattr(tuner.base_fn, "__name__", ""))
+                tuner.configs = _keep(list(tuner.configs), keep,
+                                      getattr(tuner.base_fn, "__name__", ""))
                 count += 1
         return count
     except Exception as err:
@@ -302,6 +307,7 @@ def causal_conv1d_canon(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | N
     without a copy; the taps and bias are cast to x's dtype, as the PyTorch reference does."""
     from causal_conv1d import causal_conv1d_fn
 
-    z = causal_conv1d_fn(x.transpose(1, 2), w.to(x.dtype), None if bias is None else bias.to(x.dtype),
+    z = causal_conv1d_fn(x.transpose(1, 2), w.to(x.dtype),
+                         None if bias is None else bias.to(x.dtype),
                          activation="silu" if act else None).transpose(1, 2)
     return x + z if residual else z

@@ -43,7 +43,8 @@ BWD_MIN_STRIP = 4 * BWD_BLOCK_T  # but keep every strip at least this many rows 
 # chunks asynchronously (cp.async through shared memory) while a chunk computes. The plain
 # backward is bound by load latency (2–5× its memory floor whatever the tile): 4 stages cut it by
 # 9–37 % at the widths of the paper's models and Mamba2's short conv on an H200 (3 about as much);
-# the fused SwiGLU and RoPE backwards get slower with any pipelining (docs/bench/2026-11-26-h200-mamba/).
+# the fused SwiGLU and RoPE backwards get slower with any pipelining
+# (docs/bench/2026-11-26-h200-mamba/).
 BWD_STAGES, FUSED_BWD_STAGES = 4, 1
 
 
@@ -94,7 +95,8 @@ def _fwd_kernel(X, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, AC
 
 
 @triton.jit
-def _taps(W, Bias, c, cm, K: tl.constexpr, HAS_BIAS: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+def _taps(W, Bias, c, cm, K: tl.constexpr, HAS_BIAS: tl.constexpr, BT: tl.constexpr,
+          BC: tl.constexpr):
     """A channel block's K taps and bias (fp32 [BC] vectors) and zeroed accumulators: one [BT, BC]
     per tap for Σ dz · x shifted, one for Σ dz (db)."""
     w = ()
@@ -115,7 +117,8 @@ def _rows(X, base, t, c, cm, T, C, N: tl.constexpr, K: tl.constexpr):
     for o in tl.static_range(N):
         r = t - (K - 1) + o
         m = ((r >= 0) & (r < T))[:, None] & cm[None, :]
-        xs = xs + (tl.load(X + base + r[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32),)
+        xs = xs + (tl.load(X + base + r[:, None] * C + c[None, :], mask=m,
+                           other=0.0).to(tl.float32),)
     return xs
 
 
@@ -134,8 +137,8 @@ def _act_grad(g, xs, w, bias, d, K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: t
 
 
 @triton.jit
-def _chunk(dy, dz, xs, w, acc_w, acc_b, K: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr,
-           BT: tl.constexpr, BC: tl.constexpr):
+def _chunk(dy, dz, xs, w, acc_w, acc_b, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+           RESIDUAL: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
     """dx at the chunk's rows, [dy] + Σ_j w_j dz[t+K-1-j], and the accumulators with this chunk."""
     dx = dy if RESIDUAL else tl.zeros((BT, BC), dtype=tl.float32)
     acc = ()
@@ -178,7 +181,8 @@ def _strip(X, W, Bias, DY, DX, DW, DB, base, c, cm, gbase, gc, GS, part, start, 
         for d in tl.static_range(K):
             r = t + d
             m = (r < T)[:, None] & cm[None, :]
-            g = tl.load(DY + gbase + r[:, None] * GS + gc[None, :], mask=m, other=0.0).to(tl.float32)
+            g = tl.load(DY + gbase + r[:, None] * GS + gc[None, :], mask=m,
+                        other=0.0).to(tl.float32)
             if d == 0:
                 dy = g  # dy at the chunk's own rows, for the residual
             dz = dz + (_act_grad(g, xs, w, bias, d, K, HAS_BIAS, ACT, BT, BC),)
@@ -232,7 +236,8 @@ def _num_sms(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _strips(b: int, t: int, c: int, device: torch.device, block_c: int = BWD_BLOCK_C) -> tuple[int, int]:
+def _strips(b: int, t: int, c: int, device: torch.device,
+            block_c: int = BWD_BLOCK_C) -> tuple[int, int]:
     """(strips per sequence, rows per strip) for the backward: as many strips as it takes to
     give BWD_PROGRAMS_PER_SM programs per multiprocessor, but none shorter than BWD_MIN_STRIP
     rows; a strip is a whole number of chunks. Long sequences and wide layers stay whole."""
@@ -248,8 +253,8 @@ def canon_conv_bwd(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, bias: tor
                    act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dx, dw, db) of :func:`canon_conv` (db is zeros when there is no bias)."""
     c = x.shape[2]
-    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, triton.cdiv(c, BWD_BLOCK_C), c, BWD_BLOCK_C,
-                           BC=BWD_BLOCK_C, STAGES=BWD_STAGES)
+    return _strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, triton.cdiv(c, BWD_BLOCK_C),
+                           c, BWD_BLOCK_C, BC=BWD_BLOCK_C, STAGES=BWD_STAGES)
 
 
 def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size: int, block_c: int,
@@ -267,9 +272,11 @@ def _strip_backward(kernel, grad, x, w, bias, act, residual, programs: int, size
     db_part = dw_part  # a placeholder, not written, without a bias
     if bias is not None:
         db_part = torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
-    own = [torch.empty(b * splits, c, dtype=torch.float32, device=x.device) for _ in range(partials)]
-    kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part, db_part, t, size,
-                                   splits, strip, *extra, *own, K=k, HAS_BIAS=bias is not None, ACT=act,
+    own = [torch.empty(b * splits, c, dtype=torch.float32, device=x.device)
+           for _ in range(partials)]
+    kernel[(programs, b * splits)](x, w, bias if bias is not None else w, grad, dx, dw_part,
+                                   db_part, t, size, splits, strip, *extra, *own, K=k,
+                                   HAS_BIAS=bias is not None, ACT=act,
                                    RESIDUAL=residual, BT=BWD_BLOCK_T, num_warps=BWD_WARPS, **meta)
     db = db_part.sum(0) if bias is not None else x.new_zeros(c, dtype=torch.float32)
     return dx, dw_part.sum(0).to(w.dtype), db, *(part.sum(0) for part in own)
@@ -320,12 +327,14 @@ def _glu_fwd_kernel(U, W, Bias, H_out, T, H, K: tl.constexpr, HAS_BIAS: tl.const
     c = pid_c * BC + tl.arange(0, BC)
     C = 2 * H
     zg, ug = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c, c < H, T, C, K, HAS_BIAS, BT, BC)
-    zu, uu = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c + H, c < H, T, C, K, HAS_BIAS, BT, BC)
+    zu, uu = _conv_tile(U, W, Bias, b.to(tl.int64) * T * C, t, c + H, c < H, T, C, K,
+                        HAS_BIAS, BT, BC)
     yg = _finish_tile(zg, ug, ACT, RESIDUAL)
     yu = _finish_tile(zu, uu, ACT, RESIDUAL)
     h = yg * tl.sigmoid(yg) * yu
     m = (t < T)[:, None] & (c < H)[None, :]
-    tl.store(H_out + b.to(tl.int64) * T * H + t[:, None] * H + c[None, :], h.to(H_out.dtype.element_ty), mask=m)
+    tl.store(H_out + b.to(tl.int64) * T * H + t[:, None] * H + c[None, :],
+             h.to(H_out.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -423,7 +432,8 @@ def canon_glu_bwd(dh: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: torc
                   act: bool, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (du, dw, db) of :func:`canon_glu` (db is zeros when there is no bias)."""
     h = u.shape[2] // 2
-    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual, triton.cdiv(h, GLU_BWD_BLOCK_C), h,
+    return _strip_backward(_glu_bwd_kernel, dh, u, w, bias, act, residual,
+                           triton.cdiv(h, GLU_BWD_BLOCK_C), h,
                            GLU_BWD_BLOCK_C, BC=GLU_BWD_BLOCK_C, STAGES=FUSED_BWD_STAGES)
 
 
@@ -457,7 +467,8 @@ def _rope_coeffs(Cos, Sin, t, j, T, HALF: tl.constexpr, turns):
 
 
 @triton.jit
-def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexpr,
+                     HAS_BIAS: tl.constexpr,
                      ACT: tl.constexpr, RESIDUAL: tl.constexpr, HD: tl.constexpr, ROT: tl.constexpr,
                      BT: tl.constexpr, BH: tl.constexpr, BR: tl.constexpr):
     """One program: rows t of head h of section s (q, k, v) of sequence b. BH ≥ ROT/2 and
@@ -479,7 +490,8 @@ def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexp
         cos, sin = _rope_coeffs(Cos, Sin, t, j, T, ROT // 2, (s < 2) & (h < ROT_HEADS))
         m = (t < T)[:, None] & jm[None, :]
         tl.store(out + j[None, :], (y1 * cos - y2 * sin).to(OUT.dtype.element_ty), mask=m)
-        tl.store(out + ROT // 2 + j[None, :], (y2 * cos + y1 * sin).to(OUT.dtype.element_ty), mask=m)
+        tl.store(out + ROT // 2 + j[None, :],
+                 (y2 * cos + y1 * sin).to(OUT.dtype.element_ty), mask=m)
     if ROT < HD:  # the lanes past the turning dims
         r = ROT + tl.arange(0, BR)
         rm = r < HD
@@ -489,8 +501,8 @@ def _rope_fwd_kernel(U, W, Bias, Cos, Sin, OUT, T, NH, ROT_HEADS, K: tl.constexp
 
 
 @triton.jit
-def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, part, start, end, T, C,
-                HD: tl.constexpr, HALF: tl.constexpr, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, part, start, end, T,
+                C, HD: tl.constexpr, HALF: tl.constexpr, K: tl.constexpr, HAS_BIAS: tl.constexpr,
                 ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr,
                 STAGES: tl.constexpr):
     """:func:`_strip` for a head's turning pairs, lanes j and HALF + j at once: dy of each from
@@ -512,8 +524,10 @@ def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, 
         for d in tl.static_range(K):
             r = t + d
             m = (r < T)[:, None] & jm[None, :]
-            g1 = tl.load(DY + gbase + r[:, None] * HD + j[None, :], mask=m, other=0.0).to(tl.float32)
-            g2 = tl.load(DY + gbase + r[:, None] * HD + HALF + j[None, :], mask=m, other=0.0).to(tl.float32)
+            g1 = tl.load(DY + gbase + r[:, None] * HD + j[None, :], mask=m,
+                         other=0.0).to(tl.float32)
+            g2 = tl.load(DY + gbase + r[:, None] * HD + HALF + j[None, :], mask=m,
+                         other=0.0).to(tl.float32)
             cos, sin = _rope_coeffs(Cos, Sin, r, j, T, HALF, turns)
             e1 = g1 * cos + g2 * sin
             e2 = g2 * cos - g1 * sin
@@ -533,9 +547,9 @@ def _pair_strip(X, W, Bias, DY, DX, DW, DB, Cos, Sin, turns, base, head, gbase, 
 
 @triton.jit
 def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Sin, ROT_HEADS, B,
-                     K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RESIDUAL: tl.constexpr,
-                     HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr, BR: tl.constexpr,
-                     STAGES: tl.constexpr):
+                     K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
+                     RESIDUAL: tl.constexpr, HD: tl.constexpr, ROT: tl.constexpr, BT: tl.constexpr,
+                     BH: tl.constexpr, BR: tl.constexpr, STAGES: tl.constexpr):
     """One program: head h of section s of sequence b, rows [s·STRIP, (s+1)·STRIP) — the turning
     pairs (:func:`_pair_strip`), then the lanes past them (:func:`_strip`), dy read from the
     [3, B, H, T, hd] gradient. Partial rows of dw / db: [program, 3d, K] / [program, 3d]."""
@@ -550,18 +564,20 @@ def _rope_bwd_kernel(U, W, Bias, DOUT, DU, DW, DB, T, NH, SPLITS, STRIP, Cos, Si
     start = sp * STRIP
     end = tl.minimum(start + STRIP, T)
     if ROT > 0:
-        _pair_strip(U, W, Bias, DOUT, DU, DW, DB, Cos, Sin, (s < 2) & (h < ROT_HEADS), base, head, gbase,
-                    part, start, end, T, C, HD, ROT // 2, K, HAS_BIAS, ACT, RESIDUAL, BT, BH, STAGES)
+        _pair_strip(U, W, Bias, DOUT, DU, DW, DB, Cos, Sin, (s < 2) & (h < ROT_HEADS), base, head,
+                    gbase, part, start, end, T, C, HD, ROT // 2, K, HAS_BIAS, ACT, RESIDUAL,
+                    BT, BH, STAGES)
     if ROT < HD:
         r = ROT + tl.arange(0, BR)
-        _strip(U, W, Bias, DOUT, DU, DW, DB, base, head + r, r < HD, gbase, r, HD, part, start, end, T, C,
-               K, HAS_BIAS, ACT, RESIDUAL, BT, BR, STAGES)
+        _strip(U, W, Bias, DOUT, DU, DW, DB, base, head + r, r < HD, gbase, r, HD, part, start,
+               end, T, C, K, HAS_BIAS, ACT, RESIDUAL, BT, BR, STAGES)
 
 
 # The rope forward's tile: its lane groups are half a head or less wide, so taller tiles than the
 # plain kernel's, on fewer warps, keep many elements per thread (wide loads): 64 rows on 2 warps
-# were the fastest of 9 tiles for full RoPE at both shapes of docs/bench/2026-11-25-h200-rope-rewrite/
-# (82 µs against 110 at 32 rows on 4 warps, mini; 122 against 163, 12L768D) and even for RoPE¼.
+# were the fastest of 9 tiles for full RoPE at both shapes of
+# docs/bench/2026-11-25-h200-rope-rewrite/ (82 µs against 110 at 32 rows on 4 warps, mini; 122
+# against 163, 12L768D) and even for RoPE¼.
 ROPE_BLOCK_T, ROPE_FWD_WARPS = 64, 2
 
 
@@ -574,16 +590,19 @@ def _rope_blocks(u: torch.Tensor, n_heads: int, rot: int) -> dict:
 
 
 @torch.library.custom_op("playground::canon_rope", mutates_args=())
-def canon_rope(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cos: torch.Tensor, sin: torch.Tensor,
+def canon_rope(u: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cos: torch.Tensor,
+               sin: torch.Tensor,
                act: bool, residual: bool, n_heads: int, rot_heads: int) -> torch.Tensor:
     """u: [B, T, 3d] contiguous (q ‖ k ‖ v); w: [3d, K]; cos, sin: [T, r/2] fp32, the angles of
     positions 0..T-1 (RoPE on the first r dims of the first ``rot_heads`` heads of q and k; r = 0:
-    none). Returns [3, B, H, T, hd]: q, k, v of canon_conv(u, w, bias, act, residual), q and k rotated."""
+    none). Returns [3, B, H, T, hd]: q, k, v of canon_conv(u, w, bias, act, residual),
+    q and k rotated."""
     b, t, c = u.shape
     blocks = _rope_blocks(u, n_heads, 2 * cos.shape[1])
     out = u.new_empty(3, b, n_heads, t, blocks["HD"])
     grid = (triton.cdiv(t, ROPE_BLOCK_T), 3 * n_heads, b)
-    _rope_fwd_kernel[grid](u, w, bias if bias is not None else w, cos, sin, out, t, n_heads, rot_heads,
+    _rope_fwd_kernel[grid](u, w, bias if bias is not None else w, cos, sin, out, t,
+                           n_heads, rot_heads,
                            K=w.shape[1], HAS_BIAS=bias is not None, ACT=act, RESIDUAL=residual,
                            BT=ROPE_BLOCK_T, num_warps=ROPE_FWD_WARPS, **blocks)
     return out
@@ -601,7 +620,8 @@ def canon_rope_bwd(dout: torch.Tensor, u: torch.Tensor, w: torch.Tensor, bias: t
     """Gradients (du, dw, db) of :func:`canon_rope` (db is zeros when there is no bias)."""
     blocks = _rope_blocks(u, n_heads, 2 * cos.shape[1])
     return _strip_backward(_rope_bwd_kernel, dout, u, w, bias, act, residual, 3 * n_heads, n_heads,
-                           triton.next_power_of_2(blocks["HD"]), extra=(cos, sin, rot_heads, u.shape[0]),
+                           triton.next_power_of_2(blocks["HD"]),
+                           extra=(cos, sin, rot_heads, u.shape[0]),
                            STAGES=FUSED_BWD_STAGES, **blocks)
 
 

@@ -1,4 +1,5 @@
-"""Fused Triton kernels for the low-rank dynamic Canon layer (``DynamicCanon`` in ``layers/canon.py``):
+"""Fused Triton kernels for the low-rank dynamic Canon layer (``DynamicCanon`` in
+``layers/canon.py``):
 
     y[t, c] = [x[t, c]] + Σ_j (u[t] · W2[j, c] + b[j, c]) · x[t - (K-1) + j, c]
 
@@ -64,30 +65,36 @@ def _bwd_kernel(X, U, W2, Bias, DY, DX, DU, DW2, DB, B, T, C, R, K: tl.constexpr
         dw2 = tl.zeros((RP, BC), dtype=tl.float32)
         db = tl.zeros((BC,), dtype=tl.float32)
         mw = (r < R)[:, None] & cm[None, :]
-        w_t = tl.load(W2 + j * C * R + c[None, :] * R + r[:, None], mask=mw, other=0.0).to(tl.float32)
+        w_t = tl.load(W2 + j * C * R + c[None, :] * R + r[:, None], mask=mw,
+                      other=0.0).to(tl.float32)
         for t0 in range(0, T, BT):
             t = t0 + tl.arange(0, BT)
             m = (t < T)[:, None] & cm[None, :]
             dy = tl.load(DY + base + t[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32)
             src = t - (K - 1) + j
             ms = ((src >= 0) & (src < T))[:, None] & cm[None, :]
-            xs = tl.load(X + base + src[:, None] * C + c[None, :], mask=ms, other=0.0).to(tl.float32)
+            xs = tl.load(X + base + src[:, None] * C + c[None, :], mask=ms,
+                         other=0.0).to(tl.float32)
             g = dy * xs  # d w_j(t)
             mu = (t < T)[:, None] & (r < R)[None, :]
             u = tl.load(U + ubase + t[:, None] * R + r[None, :], mask=mu, other=0.0).to(tl.float32)
             dw2 += tl.dot(tl.trans(u), g, input_precision="ieee")
             db += tl.sum(g, axis=0)
             du = tl.dot(g, tl.trans(w_t), input_precision="ieee")  # [BT, RP]
-            old = tl.load(DU + dubase + t[:, None] * R + r[None, :], mask=mu, other=0.0) if j > 0 else du * 0
+            old = (tl.load(DU + dubase + t[:, None] * R + r[None, :], mask=mu, other=0.0) if j > 0
+                   else du * 0)
             tl.store(DU + dubase + t[:, None] * R + r[None, :], old + du, mask=mu)
             # dx[t] gets w_j(t') dy[t'] from the output row t' = t + K-1-j that read x[t]
             dst = t + (K - 1) - j
             md = (dst < T)[:, None] & cm[None, :]
-            dyd = tl.load(DY + base + dst[:, None] * C + c[None, :], mask=md, other=0.0).to(tl.float32)
+            dyd = tl.load(DY + base + dst[:, None] * C + c[None, :], mask=md,
+                          other=0.0).to(tl.float32)
             contrib = _filter(U, W2, Bias, ubase, dst, c, r, T, C, R, j, BT, BC, RP) * dyd
-            prev = tl.load(DX + base + t[:, None] * C + c[None, :], mask=m, other=0.0).to(tl.float32) \
+            prev = tl.load(DX + base + t[:, None] * C + c[None, :], mask=m,
+                           other=0.0).to(tl.float32) \
                 if j > 0 else (dy if RESIDUAL else dy * 0)
-            tl.store(DX + base + t[:, None] * C + c[None, :], (prev + contrib).to(DX.dtype.element_ty), mask=m)
+            tl.store(DX + base + t[:, None] * C + c[None, :],
+                     (prev + contrib).to(DX.dtype.element_ty), mask=m)
         part = b.to(tl.int64) * K * C + j * C
         tl.store(DB + part + c, db, mask=cm)
         tl.store(DW2 + (part + c[None, :]) * R + r[:, None], dw2, mask=mw)
@@ -117,7 +124,8 @@ def _(x, u, w2, bias, residual):
 
 @torch.library.custom_op("playground::dynamic_canon_bwd", mutates_args=())
 def dynamic_canon_bwd(dy: torch.Tensor, x: torch.Tensor, u: torch.Tensor, w2: torch.Tensor,
-                      bias: torch.Tensor, residual: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                      bias: torch.Tensor, residual: bool
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, du, dw2, db) of :func:`dynamic_canon`."""
     b, t, c = x.shape
     k, _, r = w2.shape

@@ -77,7 +77,8 @@ def _bwd_kernel(Y, X, Z, D, W, DOUT, DY, DX, DZ, DW, DD, SY, SX, SZ, C, P, ROWS,
         acc_d += ds * x
         tl.store(DY + row * C + c, ds.to(DY.dtype.element_ty), mask=m)
         tl.store(DX + row * C + c, (ds * d).to(DX.dtype.element_ty), mask=m)
-        tl.store(DZ + row * C + c, (du * s * sig * (1.0 + z * (1.0 - sig))).to(DZ.dtype.element_ty), mask=m)
+        tl.store(DZ + row * C + c,
+                 (du * s * sig * (1.0 + z * (1.0 - sig))).to(DZ.dtype.element_ty), mask=m)
     tl.store(DW + pid * C + c, acc_w, mask=m)
     tl.store(DD + pid * C + c, acc_d, mask=m)
 
@@ -121,7 +122,8 @@ def _(y, x, d, z, w, eps):
 
 
 @torch.library.custom_op("playground::gated_norm_bwd", mutates_args=())
-def gated_norm_bwd(dout: torch.Tensor, y: torch.Tensor, x: torch.Tensor, d: torch.Tensor, z: torch.Tensor,
+def gated_norm_bwd(dout: torch.Tensor, y: torch.Tensor, x: torch.Tensor, d: torch.Tensor,
+                   z: torch.Tensor,
                    w: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                                          torch.Tensor, torch.Tensor]:
     """Gradients (dy, dx, dd, dz, dw) of :func:`gated_norm`; dx is the skip's share only."""

@@ -39,15 +39,16 @@ BLOCK_T, BLOCK_C, FWD_WARPS, BWD_STAGES = ct.BLOCK_T, ct.BLOCK_C, ct.FWD_WARPS, 
 def _normed(X, R, G, base, rbase, r, c, cm, T, C):
     """x at rows r of channels c (fp32, zero outside 0..T-1) and n = x · rstd · g in x's dtype."""
     rm = (r >= 0) & (r < T)
-    x = tl.load(X + base + r[:, None] * C + c[None, :], mask=rm[:, None] & cm[None, :], other=0.0).to(tl.float32)
+    x = tl.load(X + base + r[:, None] * C + c[None, :], mask=rm[:, None] & cm[None, :],
+                other=0.0).to(tl.float32)
     rstd = tl.load(R + rbase + r, mask=rm, other=0.0)
     g = tl.load(G + c, mask=cm, other=0.0).to(tl.float32)
     return x, (x * rstd[:, None] * g[None, :]).to(X.dtype.element_ty).to(tl.float32)
 
 
 @triton.jit
-def _fwd_kernel(X, R, G, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
-                RESIDUAL: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+def _fwd_kernel(X, R, G, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                ACT: tl.constexpr, RESIDUAL: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
     pid_t, pid_c, b = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     t = pid_t * BT + tl.arange(0, BT)
     c = pid_c * BC + tl.arange(0, BC)
@@ -61,7 +62,8 @@ def _fwd_kernel(X, R, G, W, Bias, Y, T, C, K: tl.constexpr, HAS_BIAS: tl.constex
     if HAS_BIAS:
         z += tl.load(Bias + c, mask=cm, other=0.0).to(tl.float32)[None, :]
     y = _finish_tile(z, n, ACT, RESIDUAL)  # the last n (j = K-1) is the tile's own rows
-    tl.store(Y + base + t[:, None] * C + c[None, :], y.to(Y.dtype.element_ty), mask=(t < T)[:, None] & cm[None, :])
+    tl.store(Y + base + t[:, None] * C + c[None, :], y.to(Y.dtype.element_ty),
+             mask=(t < T)[:, None] & cm[None, :])
 
 
 @triton.jit
@@ -94,8 +96,8 @@ def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, R, G, DR, DG, K
         dz = ()  # dz at rows t+d, d = 0..K-1 (zero past T)
         for d in tl.static_range(K):
             r = t + d
-            gd = tl.load(DY + base + r[:, None] * C + c[None, :], mask=(r < T)[:, None] & cm[None, :],
-                         other=0.0).to(tl.float32)
+            gd = tl.load(DY + base + r[:, None] * C + c[None, :],
+                         mask=(r < T)[:, None] & cm[None, :], other=0.0).to(tl.float32)
             if d == 0:
                 dy = gd
             dz = dz + (_act_grad(gd, ns, w, bias, d, K, HAS_BIAS, ACT, BT, BC),)
@@ -104,23 +106,28 @@ def _bwd_kernel(X, W, Bias, DY, DX, DW, DB, T, C, SPLITS, STRIP, R, G, DR, DG, K
         rstd = tl.load(R + rbase + t, mask=tm, other=0.0)
         dnx = dn * x
         acc_g += dnx * rstd[:, None]
-        dr = DR + pid_c.to(tl.int64) * (tl.num_programs(1) // SPLITS) * T + rbase  # [channel block, b, t]
+        # [channel block, b, t]
+        dr = DR + pid_c.to(tl.int64) * (tl.num_programs(1) // SPLITS) * T + rbase
         tl.store(dr + t, tl.sum(dnx * g[None, :], axis=1), mask=tm)
-        tl.store(DX + base + t[:, None] * C + c[None, :], (dn * rstd[:, None] * g[None, :]).to(DX.dtype.element_ty),
+        tl.store(DX + base + t[:, None] * C + c[None, :],
+                 (dn * rstd[:, None] * g[None, :]).to(DX.dtype.element_ty),
                  mask=tm[:, None] & cm[None, :])
     _partials(DW, DB, pid.to(tl.int64) * C, c, cm, acc_w, acc_b, K, HAS_BIAS)
     tl.store(DG + pid.to(tl.int64) * C + c, tl.sum(acc_g, axis=0), mask=cm)
 
 
 @torch.library.custom_op("playground::norm_canon", mutates_args=())
-def norm_canon(x: torch.Tensor, rstd: torch.Tensor, g: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+def norm_canon(x: torch.Tensor, rstd: torch.Tensor, g: torch.Tensor, w: torch.Tensor,
+               bias: torch.Tensor | None,
                act: bool, residual: bool, out_dtype: torch.dtype) -> torch.Tensor:
     """x: [B, T, C] contiguous; rstd: [B, T] fp32, (mean_c x² + eps)^-½; g: [C] the norm's weight;
-    w: [C, K]; bias: [C] or None. Returns Canon(x · rstd · g) (as ``canon_conv``) in ``out_dtype``."""
+    w: [C, K]; bias: [C] or None. Returns Canon(x · rstd · g) (as ``canon_conv``) in
+    ``out_dtype``."""
     b, t, c = x.shape
     y = torch.empty(b, t, c, dtype=out_dtype, device=x.device)
     grid = (triton.cdiv(t, BLOCK_T), triton.cdiv(c, BLOCK_C), b)
-    _fwd_kernel[grid](x, rstd.contiguous(), g, w, bias if bias is not None else w, y, t, c, K=w.shape[1], HAS_BIAS=bias is not None,
+    _fwd_kernel[grid](x, rstd.contiguous(), g, w, bias if bias is not None else w, y, t, c,
+                      K=w.shape[1], HAS_BIAS=bias is not None,
                       ACT=act, RESIDUAL=residual, BT=BLOCK_T, BC=BLOCK_C, num_warps=FWD_WARPS)
     return y
 
@@ -131,16 +138,17 @@ def _(x, rstd, g, w, bias, act, residual, out_dtype):
 
 
 @torch.library.custom_op("playground::norm_canon_bwd", mutates_args=())
-def norm_canon_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor, g: torch.Tensor, w: torch.Tensor,
-                   bias: torch.Tensor | None, act: bool, residual: bool
+def norm_canon_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor, g: torch.Tensor,
+                   w: torch.Tensor, bias: torch.Tensor | None, act: bool, residual: bool
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Gradients (dx at fixed rstd, drstd, dg, dw, db) of :func:`norm_canon` (db: zeros without a bias)."""
+    """Gradients (dx at fixed rstd, drstd, dg, dw, db) of :func:`norm_canon`
+    (db: zeros without a bias)."""
     b, t, c = x.shape
     blocks = triton.cdiv(c, ct.BWD_BLOCK_C)
     dr_part = torch.empty(blocks, b, t, dtype=torch.float32, device=x.device)
-    dx, dw, db, dg = ct._strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, blocks, c, ct.BWD_BLOCK_C,
-                                        extra=(rstd.contiguous(), g, dr_part), partials=1, BC=ct.BWD_BLOCK_C,
-                                        STAGES=BWD_STAGES)
+    dx, dw, db, dg = ct._strip_backward(_bwd_kernel, dy, x, w, bias, act, residual, blocks, c,
+                                        ct.BWD_BLOCK_C, extra=(rstd.contiguous(), g, dr_part),
+                                        partials=1, BC=ct.BWD_BLOCK_C, STAGES=BWD_STAGES)
     return dx, dr_part.sum(0), dg.to(g.dtype), dw, db
 
 

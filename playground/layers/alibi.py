@@ -38,7 +38,8 @@ def distances(seq, t_q: int, t_k: int, device: torch.device) -> torch.Tensor:
     return q[:, :, None] - k[:, None, :]
 
 
-def with_distance_bias(kind: str, allowed: torch.Tensor, dist: torch.Tensor, n_heads: int) -> torch.Tensor:
+def with_distance_bias(kind: str, allowed: torch.Tensor, dist: torch.Tensor,
+                       n_heads: int) -> torch.Tensor:
     """Fold the bias into an attention mask. allowed: bool [B or 1, 1, Tq, Tk]; dist:
     [B or 1, Tq, Tk]. Returns a float bias (``alibi``) or a bool mask (``hard_alibi``),
     [B or 1, H, Tq, Tk]."""

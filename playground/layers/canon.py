@@ -54,7 +54,8 @@ def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generat
             taps.uniform_(-bound, bound, generator=generator)
 
 
-def conv_input(layer: nn.Module, x: torch.Tensor, seq, kernel: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+def conv_input(layer: nn.Module, x: torch.Tensor, seq,
+               kernel: int) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The conv's input and the K-1 inputs before it: padding (``seq.valid``) enters as zeros;
     with a decoding cache the previous call's tail is read and this call's is kept."""
     inp, prev = x, None
@@ -78,7 +79,8 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 NAMED_BACKENDS = {"triton": "triton (the gpu extra)", "fused": "triton (the gpu extra)",
-                  "causal_conv1d": "the causal-conv1d package (its extra: docs/usage.md#optional-packages)"}
+                  "causal_conv1d": "the causal-conv1d package (its extra: "
+                                   "docs/usage.md#optional-packages)"}
 # The fused kernels (a Canon layer that also does its reader's or its feeder's work) each backend
 # runs; the others run the plain Canon kernel. auto: Canon-B with the head split and RoPE where
 # RoPE turns every dim of every head (``Rotary.whole``) — faster than the plain kernel with RoPE
@@ -92,11 +94,14 @@ def pick_kernel(cfg: CanonConfig, x: torch.Tensor, find, fusion: str | None = No
     """The kernel (``find()``) for a plain full-sequence call, as ``backend`` asks; ``fusion``: the
     name of a kernel that also does the next layer's read (in :data:`FUSIONS`), which only some
     backends use."""
-    if cfg.backend == "torch" or (fusion is not None and fusion not in FUSIONS.get(cfg.backend, ())):
+    if cfg.backend == "torch" or (fusion is not None
+                                  and fusion not in FUSIONS.get(cfg.backend, ())):
         return None
     kernel = find() if x.is_cuda else None
-    if kernel is None and cfg.backend in NAMED_BACKENDS:  # asked for by name: never silently the reference
-        raise RuntimeError(f"model.canon.backend={cfg.backend} needs {NAMED_BACKENDS[cfg.backend]} and a CUDA device")
+    # asked for by name: never silently the reference
+    if kernel is None and cfg.backend in NAMED_BACKENDS:
+        raise RuntimeError(f"model.canon.backend={cfg.backend} needs {NAMED_BACKENDS[cfg.backend]} "
+                           "and a CUDA device")
     return kernel
 
 
@@ -164,7 +169,8 @@ class Canon(CanonReads, nn.Module):
         super().__init__()
         self.cfg = cfg
         frozen = cfg.init == "random_fixed"
-        self.weight = nn.Parameter(torch.empty(width, cfg.kernel), requires_grad=not frozen)  # [C, K]
+        self.weight = nn.Parameter(torch.empty(width, cfg.kernel),
+                                   requires_grad=not frozen)  # [C, K]
         self.bias = nn.Parameter(torch.zeros(width)) if cfg.bias else None
         self.reset_parameters()
 
@@ -190,7 +196,8 @@ class Canon(CanonReads, nn.Module):
     def glu(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """silu(gate) · up of the output; on a full sequence the fused kernel does the layer and
         SwiGLU in one pass (its output is never written, the backward recomputes it)."""
-        if seq is None and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel, "glu")) is not None:
+        if (seq is None
+                and (kernel := pick_kernel(self.cfg, x, canon_glu_kernel, "glu")) is not None):
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
         return super().glu(x, seq, h)
@@ -200,20 +207,23 @@ class Canon(CanonReads, nn.Module):
         never written; its per-token scale comes from torch, which a compiled model computes in
         the kernel that writes x) and writes its output in the autocast dtype, which the
         projection reading it would cast to anyway."""
-        if seq is None and (kernel := pick_kernel(self.cfg, x, norm_canon_kernel, "norm")) is not None:
+        if (seq is None
+                and (kernel := pick_kernel(self.cfg, x, norm_canon_kernel, "norm")) is not None):
             device = x.device.type
             out = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
-            return kernel(x.contiguous(), rms_scale(x, norm.eps), norm.weight, self.weight, self.bias,
-                          self.cfg.activation == "silu", self.cfg.residual, out)
+            return kernel(x.contiguous(), rms_scale(x, norm.eps), norm.weight, self.weight,
+                          self.bias, self.cfg.activation == "silu", self.cfg.residual, out)
         return super().normed(norm, x, seq)
 
     def rope_heads(self, x: torch.Tensor, rotary, n_heads: int) -> torch.Tensor | None:
-        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel, "rope" if rotary.whole else "rope_partial")) is None:
+        if (kernel := pick_kernel(self.cfg, x, canon_rope_kernel,
+                                  "rope" if rotary.whole else "rope_partial")) is None:
             return None
-        # Rotary's tables at positions 0..T-1 ([T, 0] without rotated dims; no rotated heads: none turn)
+        # Rotary's tables at positions 0..T-1 ([T, 0] without rotated dims; no rotated heads:
+        # none turn)
         cos, sin = rotary.angles(torch.arange(x.shape[1], device=x.device))
-        return kernel(x.contiguous(), self.weight, self.bias, cos, sin, self.cfg.activation == "silu",
-                      self.cfg.residual, n_heads, rotary.rot_heads)
+        return kernel(x.contiguous(), self.weight, self.bias, cos, sin,
+                      self.cfg.activation == "silu", self.cfg.residual, n_heads, rotary.rot_heads)
 
 
 class ShortConv(Canon):
@@ -245,7 +255,8 @@ def canon_at(cfg: CanonConfig, point: str, width: int, source: int | None = None
     (default ``width``: at A and C the layer's input is h itself). O and E (after the output /
     down projections) are on when ``cfg.after_every_linear``."""
     assert point in POINTS + EXTRA_POINTS
-    on = point in cfg.positions or (point in EXTRA_POINTS and cfg.after_every_linear and cfg.positions)
+    on = point in cfg.positions or (point in EXTRA_POINTS and cfg.after_every_linear
+                                    and cfg.positions)
     if not on:
         return NoCanon()
     if cfg.dynamic == "none":
@@ -281,8 +292,8 @@ class DynamicCanon(CanonReads, nn.Module):
             self.bias = nn.Parameter(torch.empty(k, width))
         else:
             if width % cfg.group:
-                raise ConfigError(f"model.canon.group={cfg.group} is invalid: expected a divisor of "
-                                  f"every Canon width (here {width})")
+                raise ConfigError(f"model.canon.group={cfg.group} is invalid: expected a divisor "
+                                  f"of every Canon width (here {width})")
             self.groups = width // cfg.group
             self.proj = nn.Linear(source, k * self.groups, bias=False)
             self.bias = nn.Parameter(torch.empty(k, self.groups))
@@ -290,7 +301,8 @@ class DynamicCanon(CanonReads, nn.Module):
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         if self.cfg.dynamic == "lowrank":
-            nn.init.normal_(self.down.weight, 0.0, 1.0 / math.sqrt(self.down.in_features), generator=generator)
+            nn.init.normal_(self.down.weight, 0.0, 1.0 / math.sqrt(self.down.in_features),
+                            generator=generator)
             nn.init.zeros_(self.up.weight)
         else:
             nn.init.zeros_(self.proj.weight)
@@ -311,7 +323,8 @@ class DynamicCanon(CanonReads, nn.Module):
         """x: [B, T, C]; h: [B, T, source] the post-norm activation (default: x itself)."""
         h = x if h is None else h
         fused = self.cfg.dynamic == "lowrank" and self.cfg.activation == "none"
-        if seq is None and fused and (kernel := pick_kernel(self.cfg, x, dynamic_canon_kernel)) is not None:
+        if (seq is None and fused
+                and (kernel := pick_kernel(self.cfg, x, dynamic_canon_kernel)) is not None):
             u = self.down(h)  # [B, T, R]
             w2 = self.up.weight.view(self.cfg.kernel, self.width, self.cfg.rank)  # [K, C, R]
             return kernel(x.contiguous(), u.contiguous(), w2, self.bias, self.cfg.residual)

@@ -33,7 +33,8 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor, seq=None) -> torch.Tensor:  # [B, T, d] -> [B, T, d]
         u = self.up(x)
         # SwiGLU reads Canon-D's output through ``glu``: one fused kernel where there is one
-        h = self.canon_d.glu(u, seq, x) if self.kind == "swiglu" else F.gelu(self.canon_d(u, seq, x))
+        h = (self.canon_d.glu(u, seq, x) if self.kind == "swiglu"
+             else F.gelu(self.canon_d(u, seq, x)))
         return self.canon_e(self.down(h), seq, x)
 
 

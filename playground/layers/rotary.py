@@ -19,7 +19,8 @@ class Rotary(nn.Module):
         self.rot_dims = 2 * round(dim_fraction * head_dim / 2)
         self.rot_heads = round(head_fraction * n_heads)
         self.enabled = self.rot_dims > 0 and self.rot_heads > 0
-        self.whole = self.rot_dims == head_dim and self.rot_heads == n_heads  # every dim of every head turns
+        # every dim of every head turns
+        self.whole = self.rot_dims == head_dim and self.rot_heads == n_heads
         self.key = (self.rot_dims, base)  # layers with equal keys share one angle table per call
         half = self.rot_dims // 2
         inv_freq = base ** (-torch.arange(half, dtype=torch.float64) / max(half, 1))

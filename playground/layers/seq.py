@@ -54,8 +54,8 @@ class Cache:
     def fix_shapes(self, batch: int, device: torch.device) -> None:
         """From now on every call is one token per row at fixed shapes (see the class)."""
         if self.capacity is None or self.length >= self.capacity:
-            raise ValueError(f"fixed-shape decoding needs room in the cache: capacity {self.capacity}, "
-                             f"length {self.length}")
+            raise ValueError("fixed-shape decoding needs room in the cache: "
+                             f"capacity {self.capacity}, length {self.length}")
         kv = torch.zeros(batch, self.capacity, dtype=torch.bool, device=device)
         kv[:, : self.length] = True if self.key_valid is None else self.key_valid
         self.key_valid = kv
@@ -115,7 +115,8 @@ class Seq:
         positions = (start[:, None] + counts - 1).clamp(min=0)
         past = cache.key_valid if cache is not None and cache.key_valid is not None else \
             torch.ones(b, offset, dtype=torch.bool, device=ids.device)
-        return Seq(offset=offset, positions=positions, valid=v, key_valid=torch.cat([past, v], dim=1),
+        return Seq(offset=offset, positions=positions, valid=v,
+                   key_valid=torch.cat([past, v], dim=1),
                    next_pos=start + counts[:, -1], cache=cache)
 
     @staticmethod
@@ -123,9 +124,11 @@ class Seq:
         """A one-token step of a fixed-shape cache: slot, positions and the valid mask are
         device tensors updated in place (here and in :meth:`advance`)."""
         if ids.shape[1] != 1:
-            raise ValueError(f"a fixed-shape decoding step takes one token per row, got {ids.shape[1]}")
+            raise ValueError("a fixed-shape decoding step takes one token per row, "
+                             f"got {ids.shape[1]}")
         cache.key_valid.index_fill_(1, cache.slot, True)
-        return Seq(offset=cache.length, positions=cache.next_pos[:, None], valid=torch.ones_like(ids, dtype=torch.bool),
+        return Seq(offset=cache.length, positions=cache.next_pos[:, None],
+                   valid=torch.ones_like(ids, dtype=torch.bool),
                    key_valid=cache.key_valid, next_pos=cache.next_pos, cache=cache)
 
     def advance(self, t: int) -> None:

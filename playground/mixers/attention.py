@@ -63,7 +63,8 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.canon_b = canon_at(canon, "B", 3 * d_model, source=d_model)
         self.canon_o = canon_at(canon, "O", d_model)
-        self.rotary = Rotary(self.n_heads, head_dim, cfg.rope_fraction, cfg.rope_heads, cfg.rope_base)
+        self.rotary = Rotary(self.n_heads, head_dim, cfg.rope_fraction, cfg.rope_heads,
+                             cfg.rope_base)
         self.out = nn.Linear(d_model, d_model, bias=False)
         self.bias = cfg.bias
 
@@ -75,8 +76,10 @@ class Attention(nn.Module):
             q, k, v = fused
         else:
             qkv = self.canon_b(u, seq, x)
-            qkv = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # [3, B, H, T, hd]
-            positions = 0 if seq is None else (seq.offset if seq.positions is None else seq.positions)
+            # [3, B, H, T, hd]
+            qkv = qkv.view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            positions = 0 if seq is None else (seq.offset if seq.positions is None
+                                               else seq.positions)
             angles = None if seq is None else seq.shared(
                 ("rope", self.rotary.key), lambda: self.rotary.table(positions, t, x.device))
             q, k = self.rotary(qkv[:2], positions, angles)  # q and k rotated together
@@ -85,7 +88,8 @@ class Attention(nn.Module):
             k, v = self._extend_cache(seq, k, v)
         t_k = k.shape[2]
         mask = self._mask(seq, t, t_k, x.device) if seq is None else \
-            seq.shared(("mask", self.bias, self.n_heads, t, t_k), lambda: self._mask(seq, t, t_k, x.device))
+            seq.shared(("mask", self.bias, self.n_heads, t, t_k),
+                       lambda: self._mask(seq, t, t_k, x.device))
         y = F.scaled_dot_product_attention(q, k, v, **mask)
         return self.canon_o(self.out(y.transpose(1, 2).reshape(b, t, d)), seq, x)
 
@@ -106,7 +110,8 @@ class Attention(nn.Module):
         cache's capacity when it has one, else grown by doubling, so a decoding step costs no
         copy of the whole history."""
         buf = seq.cache.get(self)
-        if seq.cache.slot is not None:  # fixed shapes: write at the device-side slot, attend over all
+        # fixed shapes: write at the device-side slot, attend over all
+        if seq.cache.slot is not None:
             buf[0].index_copy_(2, seq.cache.slot, k)
             buf[1].index_copy_(2, seq.cache.slot, v)
             return buf[0], buf[1]
@@ -130,7 +135,8 @@ def attention_mask(seq, t_q: int, t_k: int, device: torch.device) -> dict:
         return {"attn_mask": seq.key_valid[:, None, None, :]}  # fixed shapes: every filled slot
     if seq is not None and seq.segments is not None:  # isolated examples: block-diagonal causal
         same = seq.segments[:, :, None] == seq.segments[:, None, :]
-        return {"attn_mask": (same & torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril())[:, None]}
+        return {"attn_mask": (same & torch.ones(t_q, t_k, dtype=torch.bool,
+                                                device=device).tril())[:, None]}
     if seq is None or seq.key_valid is None:
         if t_q == t_k:
             return {"is_causal": True}

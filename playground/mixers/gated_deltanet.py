@@ -65,7 +65,8 @@ class GDNConfig:
     heads: int = 4  # 4 heads of the published shape (key d/8, value d/4): attention's 4d²
     expand_k: float = 0.5  # key (and query) width = expand_k · d
     expand_v: float = 1.0  # value width = expand_v · d
-    conv: str = "conv1d"  # conv1d (the published layer: short conv on q, k, v, SiLU) | none (SiLU only)
+    # conv1d (the published layer: short conv on q, k, v, SiLU) | none (SiLU only)
+    conv: str = "conv1d"
     conv_kernel: int = 4
     chunk: int = 64  # chunk length of the PyTorch chunked form
     backend: str = "auto"  # auto (fla on CUDA if installed) | torch | fla
@@ -74,7 +75,8 @@ class GDNConfig:
 
     def __post_init__(self) -> None:
         for key in ("heads", "chunk", "conv_kernel"):
-            check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key), "an integer >= 1")
+            check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key),
+                  "an integer >= 1")
         for key in ("expand_k", "expand_v", "norm_eps"):
             check(getattr(self, key) > 0, f"model.mixer.{key}", getattr(self, key), "a number > 0")
         check(self.conv in CONVS, "model.mixer.conv", self.conv, f"one of {CONVS}")

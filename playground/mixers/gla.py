@@ -54,7 +54,8 @@ class GLAConfig:
 
     def __post_init__(self) -> None:
         for key in ("heads", "gate_rank", "chunk", "conv_kernel"):
-            check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key), "an integer >= 1")
+            check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key),
+                  "an integer >= 1")
         for key in ("expand_k", "expand_v", "gate_normalizer", "norm_eps"):
             check(getattr(self, key) > 0, f"model.mixer.{key}", getattr(self, key), "a number > 0")
         check(self.conv in CONVS, "model.mixer.conv", self.conv, f"one of {CONVS}")

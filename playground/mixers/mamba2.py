@@ -65,7 +65,8 @@ class Mamba2Config:
     def __post_init__(self) -> None:
         check(self.conv in CONVS, "model.mixer.conv", self.conv, f"one of {CONVS}")
         for key in ("heads", "state", "conv_kernel", "chunk"):
-            check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key), "an integer >= 1")
+            check(getattr(self, key) >= 1, f"model.mixer.{key}", getattr(self, key),
+                  "an integer >= 1")
         for key in ("expand", "norm_eps"):
             check(getattr(self, key) > 0, f"model.mixer.{key}", getattr(self, key), "a number > 0")
         check(self.backend in fast.BACKENDS_SSD, "model.mixer.backend", self.backend,
@@ -78,7 +79,8 @@ class Mamba2Config:
     def tag(self) -> str:
         """``mamba2``, ``mamba2-noconv1d``, plus ``mimetic`` and ``h``/``s``/``e`` for
         non-default heads/state/expand (written for raw configs too)."""
-        conv = [] if self.conv == "conv1d" else [f"no{'conv1d' if self.conv == 'none' else self.conv}"]
+        conv = ([] if self.conv == "conv1d"
+                else [f"no{'conv1d' if self.conv == 'none' else self.conv}"])
         parts = ["mamba2", *conv] + (["mimetic"] if self.mimetic else [])
         parts += [] if self.heads == 16 else [f"h{self.heads}"]
         parts += [] if self.state == 64 else [f"s{self.state}"]
@@ -141,7 +143,8 @@ class Mamba2(nn.Module):
         b, t, _ = x.shape
         zxbcdt = self.canon_b(self.in_proj(x), seq, x)
         z, xbc, dt = zxbcdt.split([self.inner, self.inner + 2 * self.n, self.heads], dim=-1)
-        # the SiLU apart: inside the conv's kernel its backward took twice as long (docs/PERFORMANCE.md)
+        # the SiLU apart: inside the conv's kernel its backward took twice as long
+        # (docs/PERFORMANCE.md)
         xbc = F.silu(self.conv1d(xbc, seq))
         xs, bm, cm = xbc.split([self.inner, self.n, self.n], dim=-1)
         dt = F.softplus(dt.float() + self.dt_bias)  # [B, T, H]

@@ -133,7 +133,8 @@ def gla_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
         keep = _keep_state(resets, b, t, dt, q.device)  # [B, T, 1, 1, 1]
         outs = []
         for i in range(t):
-            s = keep[:, i] * g[:, :, i, :, None].exp() * s + k[:, :, i, :, None] * v[:, :, i, None, :]
+            s = (keep[:, i] * g[:, :, i, :, None].exp() * s
+                 + k[:, :, i, :, None] * v[:, :, i, None, :])
             outs.append((q[:, :, i, None, :] @ s).squeeze(-2) * scale)
         o = torch.stack(outs, dim=2)
     return o.to(out_dtype), s
@@ -193,8 +194,8 @@ def ssd_recurrent(x: torch.Tensor, dt: torch.Tensor, a: torch.Tensor, bm: torch.
 
 
 def gdn_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
-                beta: torch.Tensor, scale: float, chunk: int = 64, state: torch.Tensor | None = None,
-                resets: torch.Tensor | None = None):
+                beta: torch.Tensor, scale: float, chunk: int = 64,
+                state: torch.Tensor | None = None, resets: torch.Tensor | None = None):
     """Chunked gated delta rule. q, k: [B, H, T, K] (k L2-normalised by the caller); v:
     [B, H, T, V]; g (log decay <= 0), beta: [B, H, T]; state: [B, H, K, V] or None; resets:
     [B, T] bool or None. Returns (o [B, H, T, V] in v's dtype, final state [B, H, K, V] in

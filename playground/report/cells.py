@@ -65,7 +65,8 @@ def lower_is_better(metric: str | None) -> bool:
 
 
 def is_accuracy(metric: str | None) -> bool:
-    """Whether ``metric`` (None: the paper's) is an accuracy, shown in percent on a 0–100 % scale."""
+    """Whether ``metric`` (None: the paper's) is an accuracy,
+    shown in percent on a 0–100 % scale."""
     return not metric or "acc" in metric
 
 
@@ -90,7 +91,8 @@ def annotate(frame: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     frame["architecture"] = frame.apply(architecture, axis=1)
     frame["canon"] = frame.apply(canon_id, axis=1)
     if metric:
-        frame["value"], frame["value2"] = pd.to_numeric(frame[metric_column(frame, metric)], errors="coerce"), np.nan
+        frame["value"], frame["value2"] = pd.to_numeric(frame[metric_column(frame, metric)],
+                                                        errors="coerce"), np.nan
     else:
         frame["value"] = _stated(frame, "record.task.metric")
         frame["value2"] = _stated(frame, "record.task.metric2")
@@ -102,23 +104,27 @@ def annotate(frame: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
 def _stated(frame: pd.DataFrame, column: str) -> pd.Series:
     """Each run's value of the metric named in its ``column`` (NaN where none is named)."""
     names = frame.get(column, pd.Series(None, index=frame.index))
-    return pd.Series([pd.to_numeric(run.get(f"metrics.{name}"), errors="coerce") if isinstance(name, str)
-                      else np.nan for name, (_, run) in zip(names, frame.iterrows())], index=frame.index, dtype=float)
+    return pd.Series([pd.to_numeric(run.get(f"metrics.{name}"), errors="coerce")
+                      if isinstance(name, str) else np.nan
+                      for name, (_, run) in zip(names, frame.iterrows())],
+                     index=frame.index, dtype=float)
 
 
 def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
     finished, pending = group["status"] == "finished", group["status"].isin(PENDING)
     done = group[finished & group["value"].notna()]
     failed = group[~finished & ~pending]
-    out = {"n_runs": len(group), "n_finished": len(done), "n_failed": len(failed), "n_pending": int(pending.sum()),
-           "failures": "; ".join(sorted({f"{s}: {str(e)[:80]}" for s, e in zip(failed["status"],
-                                                                              failed.get("error", ""))}))}
+    out = {"n_runs": len(group), "n_finished": len(done), "n_failed": len(failed),
+           "n_pending": int(pending.sum()),
+           "failures": "; ".join(sorted(
+               {f"{s}: {str(e)[:80]}" for s, e in zip(failed["status"], failed.get("error", ""))}))}
     if done.empty:
         status = "failed" if len(failed) else "pending" if pending.any() else "missing"
         return {**out, "status": status, "value": np.nan, "value2": np.nan}
     by_lr = done.groupby("lr")["value"].agg(["mean", "std", "count"])
     best = done.sort_values(["value", "value2"], ascending=lower).iloc[0]
-    lr = (by_lr["mean"].idxmin() if lower else by_lr["mean"].idxmax()) if agg == "mean" else best["lr"]
+    lr = ((by_lr["mean"].idxmin() if lower else by_lr["mean"].idxmax()) if agg == "mean"
+          else best["lr"])
     value = by_lr.loc[lr, "mean"] if agg == "mean" else best["value"]
     runs_at_lr = done[done["lr"] == lr]
     at_lr = runs_at_lr.sort_values("value", ascending=lower).iloc[0]
@@ -150,12 +156,14 @@ def paper_cells(figure: int | None = None, path: Path = PAPER_CSV) -> pd.DataFra
     ref = ref.rename(columns={"task": "panel", "row_label": "row"})
     ref["value"] = ref["value"] / 100.0
     key = ["figure", "panel", "architecture", "canon", "row", "size"]
-    wide = ref.pivot_table(index=key, columns="metric", values="value", aggfunc="first").reset_index()
+    wide = ref.pivot_table(index=key, columns="metric", values="value",
+                           aggfunc="first").reset_index()
     wide["value"] = wide.get("acc_k_K", pd.Series(np.nan, index=wide.index)).fillna(wide.get("acc"))
     wide["value2"] = wide.get("acc_k_K2", pd.Series(np.nan, index=wide.index))
     wide["row_order"] = wide["row"].str.extract(r"(\d+)$")[0].astype(float).fillna(
         wide["row"].map(lambda r: float(sum(map(ord, r)))))
-    wide["row_index"] = wide.groupby(["figure", "panel"])["row_order"].rank(method="dense").astype(int) - 1
+    wide["row_index"] = (wide.groupby(["figure", "panel"])["row_order"].rank(method="dense")
+                         .astype(int) - 1)
     return wide.drop(columns=[c for c in ("acc_k_K", "acc_k_K2", "acc") if c in wide])
 
 
@@ -163,19 +171,21 @@ def versus_paper(ours: pd.DataFrame, figure: int) -> pd.DataFrame:
     """Every transcribed cell of ``figure`` next to ours (matched by panel, architecture, canon,
     row position and size; rows differ in difficulty at mini scale, so both labels are kept)."""
     ref = paper_cells(figure)
-    mine = ours[["panel", "architecture", "canon", "row_index", "size", "row", "value", "value2", "status"]]
+    mine = ours[["panel", "architecture", "canon", "row_index", "size", "row", "value",
+                 "value2", "status"]]
     merged = ref.merge(mine, on=["panel", "architecture", "canon", "row_index", "size"], how="left",
                        suffixes=("_paper", "_ours"))
     merged["status"] = merged["status"].fillna("missing")
     merged["diff"] = merged["value_ours"] - merged["value_paper"]
-    return merged.sort_values(["panel", "architecture", "canon", "row_index", "size"]).reset_index(drop=True)
+    return merged.sort_values(["panel", "architecture", "canon", "row_index",
+                               "size"]).reset_index(drop=True)
 
 
 # -- Capo ------------------------------------------------------------------------------------
 
 
-CAPO_COLUMNS = {"record.task.difficulty.N": "N", "record.task.difficulty.E": "E", "size": "size", "arch": "arch",
-                "metrics.params_used": "params", "metrics.bits": "bits",
+CAPO_COLUMNS = {"record.task.difficulty.N": "N", "record.task.difficulty.E": "E", "size": "size",
+                "arch": "arch", "metrics.params_used": "params", "metrics.bits": "bits",
                 "metrics.bits_per_param": "bits_per_param", "metrics.bits_upper": "bits_upper",
                 "lr": "lr", "seed": "seed", "step": "step", "run": "run"}
 
@@ -185,9 +195,11 @@ def capo_table(runs: pd.DataFrame, best: bool = True) -> pd.DataFrame:
     run with the most bits per (N, E, arch, size): the paper's best over a learning-rate grid."""
     if runs.empty or "record.task.family" not in runs or "metrics.bits" not in runs:
         return pd.DataFrame(columns=list(CAPO_COLUMNS.values()))
-    keep = (runs["record.task.family"] == "capo") & (runs["status"] == "finished") & runs["metrics.bits"].notna()
+    keep = ((runs["record.task.family"] == "capo") & (runs["status"] == "finished")
+            & runs["metrics.bits"].notna())
     df = runs[keep].copy()
-    df["arch"] = df["record.arch.label"].astype(str) + " canon-" + df["record.canon.label"].astype(str)
+    df["arch"] = (df["record.arch.label"].astype(str) + " canon-"
+                  + df["record.canon.label"].astype(str))
     df = df[[c for c in CAPO_COLUMNS if c in df]].rename(columns=CAPO_COLUMNS)
     if best and not df.empty:
         df = df.loc[df.groupby(["N", "E", "arch", "size"])["bits"].idxmax()]

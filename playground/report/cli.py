@@ -25,12 +25,13 @@ from playground.report.table import check_integrity, load_runs
 from playground.run.rundir import MetricsLog
 
 OUT = {"out": ("", "output folder (default: RESULTS/report)"),
-       "figures": ("true", "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)"),
+       "figures": ("true",
+                   "draw the PNG/SVG figures (false: the CSV and markdown only, much faster)"),
        "panel": ("", "only the runs of this panel (e.g. depo1_K4), when a folder holds several"),
        "row": ("", "only the runs of this difficulty row (e.g. N=15, cfg3f)"),
        "size": ("", "only the runs of this model size (e.g. 8L512D)"),
-       "strict": ("false", "stop at a run whose summary.json or config.yaml is damaged (default: skip it, "
-                           "with a warning naming it)")}
+       "strict": ("false", "stop at a run whose summary.json or config.yaml is damaged (default: "
+                           "skip it, with a warning naming it)")}
 
 
 def _suffix(metric: str) -> str:
@@ -58,12 +59,13 @@ def _runs(args: Args) -> pd.DataFrame:
     frame, refused = check_integrity(frame)
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)
-    for key, column in (("panel", "config.panel"), ("row", "record.task.row"), ("size", "record.size.label")):
+    for key, column in (("panel", "config.panel"), ("row", "record.task.row"),
+                        ("size", "record.size.label")):
         if wanted := args[key]:
             values = frame[column] if column in frame else pd.Series(dtype=object)
             if wanted not in set(values.dropna()):
-                raise ConfigError(f"{key}={wanted} is invalid: expected one of the {key}s under {results}: "
-                                  f"{sorted(values.dropna().unique())}")
+                raise ConfigError(f"{key}={wanted} is invalid: expected one of the {key}s under "
+                                  f"{results}: {sorted(values.dropna().unique())}")
             frame = frame[values == wanted]
     return frame
 
@@ -88,7 +90,8 @@ def markdown(cells: pd.DataFrame, percent: bool = True) -> str:
     averages several seeds shows their spread (± one standard deviation)."""
     return _tables(cells, ["panel", "architecture", "canon"],
                    lambda key: f"{key[0]}: {plots.variant_label(key[1], key[2])}",
-                   lambda c: plots.cell_text(c["value"], c["value2"], c["status"], percent) + _spread(c, percent))
+                   lambda c: plots.cell_text(c["value"], c["value2"], c["status"], percent)
+                             + _spread(c, percent))
 
 
 def _spread(cell: pd.Series, percent: bool) -> str:
@@ -158,11 +161,14 @@ def cmd_heatmap(args: Args) -> int:
             how = plots.describe_cells(cells[cells["panel"] == panel], agg, _lrs_run(runs, panel))
             fig = plots.versus_figure(block, f"Figure {figure}, {panel}: ours ({how}) vs the paper")
             save_figure(fig, out / f"vs_paper_fig{figure}_{panel}.png")
-    failed, pending = int((cells["status"] == "failed").sum()), int((cells["status"] == "pending").sum())
+    failed, pending = (int((cells["status"] == "failed").sum()),
+                       int((cells["status"] == "pending").sum()))
     print(markdown(cells, percent))
-    print(f"wrote {out}/cells{suffix}.csv, cells{suffix}.md and {cells['panel'].nunique()} heatmap(s)"
+    print(f"wrote {out}/cells{suffix}.csv, "
+          f"cells{suffix}.md and {cells['panel'].nunique()} heatmap(s)"
           + (f"; {failed} cell(s) failed (see the failures column)" if failed else "")
-          + (f"; {pending} cell(s) pending (runs not finished: rerun the sweep)" if pending else ""))
+          + (f"; {pending} cell(s) pending (runs not finished: rerun the sweep)"
+             if pending else ""))
     return 0
 
 
@@ -172,7 +178,8 @@ def cmd_curves(args: Args) -> int:
     for _, run in frame.iterrows():
         if args["match"] and args["match"] not in run["run"]:
             continue
-        evals = [r for r in MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records() if r.get("split") == "eval"]
+        evals = [r for r in MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records()
+                 if r.get("split") == "eval"]
         if evals:
             records[str(run["run"])[-60:]] = pd.DataFrame(evals)
     if not records:
@@ -192,35 +199,41 @@ def depth_table(frame: pd.DataFrame) -> pd.DataFrame:
     ``depth_metric`` names it."""
     frame = aggregate.annotate(frame)
     frame = frame[frame["record.task.depth_metric"].notna() & (frame["status"] == "finished")]
-    columns = [*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds", "depth_metric"]
+    columns = [*aggregate.CELL_KEYS, "variant", "lr", "depth", "acc", "spread", "seeds",
+               "depth_metric"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     cells = aggregate.cells(frame, "mean")
     keys = [*aggregate.CELL_KEYS, "lr"]
-    chosen = frame.merge(cells.loc[cells["status"] == "finished", keys], on=keys)  # each cell's runs at that lr
+    # each cell's runs at that lr
+    chosen = frame.merge(cells.loc[cells["status"] == "finished", keys], on=keys)
     rows = []
     for key, at_lr in chosen.groupby(keys, dropna=False):
         name = at_lr["record.task.depth_metric"].iloc[0]
         prefix = f"metrics.{name}"
-        depths = sorted(int(c[len(prefix):]) for c in at_lr if c.startswith(prefix) and c[len(prefix):].isdigit())
+        depths = sorted(int(c[len(prefix):]) for c in at_lr
+                        if c.startswith(prefix) and c[len(prefix):].isdigit())
         for depth in depths:
             acc = pd.to_numeric(at_lr[f"{prefix}{depth}"], errors="coerce").dropna()
             if len(acc):
-                rows.append({**dict(zip(keys, key)), "depth": depth, "acc": acc.mean(), "spread": acc.std(),
-                             "seeds": len(acc), "variant": plots.variant_label(key[4], key[5]), "depth_metric": name})
+                rows.append({**dict(zip(keys, key)), "depth": depth, "acc": acc.mean(),
+                             "spread": acc.std(), "seeds": len(acc),
+                             "variant": plots.variant_label(key[4], key[5]), "depth_metric": name})
     return pd.DataFrame(rows, columns=columns)
 
 
 def cmd_depth(args: Args) -> int:
     table = depth_table(_runs(args))
     if table.empty:
-        print("playground-report: no finished run of a task with accuracy by depth (Brevo, Depo)", file=sys.stderr)
+        print("playground-report: no finished run of a task with accuracy by depth (Brevo, Depo)",
+              file=sys.stderr)
         return 1
     out = _out(args)
     atomic_write(out / "depth.csv", table.drop(columns="depth_metric").to_csv(index=False).encode())
     groups = table.groupby(["panel", "row", "size", "depth_metric"]) if args.flag("figures") else ()
     for (panel, row, size, name), block in groups:
-        fig = plots.bars_figure(block, "depth", "variant", "acc", f"{panel} {row} {size}: accuracy by depth ({name}<d>)",
+        fig = plots.bars_figure(block, "depth", "variant", "acc",
+                                f"{panel} {row} {size}: accuracy by depth ({name}<d>)",
                                 "accuracy (%)")
         save_figure(fig, out / f"depth_{panel}_{row.replace('=', '')}_{size}.png")
     print(f"wrote {out}/depth.csv and figures ({len(table)} bars)")
@@ -231,25 +244,30 @@ def cmd_bars(args: Args) -> int:
     metric = args["metric"]
     lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
     cells = aggregate.cells(aggregate.annotate(_runs(args), metric), "mean", lower)
-    cells = cells[(cells["status"] == "finished") & cells["value"].notna()].copy()  # tasks without the metric drop out
-    cells["variant"] = [plots.variant_label(a, c) for a, c in zip(cells["architecture"], cells["canon"])]
+    # tasks without the metric drop out
+    cells = cells[(cells["status"] == "finished") & cells["value"].notna()].copy()
+    cells["variant"] = [plots.variant_label(a, c)
+                        for a, c in zip(cells["architecture"], cells["canon"])]
     out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"bars{suffix}.csv", cells.to_csv(index=False).encode())
     ylabel = "accuracy (%)" if percent else _describe(metric, lower)
     for (panel, row), block in cells.groupby(["panel", "row"]) if args.flag("figures") else ():
-        fig = plots.bars_figure(block, "size", "variant", "value", f"{panel} {row}", ylabel, percent)
+        fig = plots.bars_figure(block, "size", "variant", "value", f"{panel} {row}",
+                                ylabel, percent)
         save_figure(fig, out / f"bars_{panel}_{row.replace('=', '')}{suffix}.png")
-    print(cells[["panel", "row", "size", "variant", "value", "spread", "seeds"]].to_string(index=False))
+    print(cells[["panel", "row", "size", "variant", "value", "spread", "seeds"]]
+          .to_string(index=False))
     return 0
 
 
 def cmd_table(args: Args) -> int:
     frame = aggregate.annotate(_runs(args))
-    cols = [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr", "seed",
-                        "value", "value2", "error") if c in frame]
+    cols = [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr",
+                        "seed", "value", "value2", "error") if c in frame]
     print(frame[cols].to_string(index=False))
     metrics = sorted(c for c in frame if c.startswith("metrics."))
-    extra = [c for c in ("step", "final_loss", "tokens_per_s", "wall_time_s", "params.total") if c in frame]
+    extra = [c for c in ("step", "final_loss", "tokens_per_s", "wall_time_s", "params.total")
+             if c in frame]
     out = _out(args)
     atomic_write(out / "runs.csv", frame[cols + metrics + extra].to_csv(index=False).encode())
     print(f"wrote {out / 'runs.csv'} (every metric of every run)")
@@ -259,7 +277,8 @@ def cmd_table(args: Args) -> int:
 def cmd_capo(args: Args) -> int:
     table = capo_table(_runs(args))
     if table.empty:
-        print(f"playground-report: no finished Capo run under {args.positional[0]}", file=sys.stderr)
+        print(f"playground-report: no finished Capo run under {args.positional[0]}",
+              file=sys.stderr)
         return 1
     out = _out(args)
     atomic_write(out / "capo_bits.csv", table.to_csv(index=False).encode())
@@ -294,7 +313,8 @@ def lengthgen_table(frame: pd.DataFrame, metric: str = "") -> pd.DataFrame:
     lower = aggregate.lower_is_better(metric)
     by_lr = rows.groupby(keys[:4] + ["lr"], dropna=False)["value"].mean().reset_index()
     best = by_lr.loc[(by_lr.groupby(keys[:4], dropna=False)["value"]
-                      .idxmin() if lower else by_lr.groupby(keys[:4], dropna=False)["value"].idxmax())]
+                      .idxmin() if lower
+                      else by_lr.groupby(keys[:4], dropna=False)["value"].idxmax())]
     rows = rows.merge(best[keys[:4] + ["lr"]], on=keys[:4] + ["lr"])
     table = rows.groupby(keys + ["lr", "metric"], dropna=False).agg(
         context=("context", "first"), value=("value", "mean"), spread=("value", "std"),
@@ -348,7 +368,8 @@ def cmd_findings(args: Args) -> int:
     atomic_write(out / "findings.md", fnd.markdown(table, spec).encode())
     atomic_write(out / "summary.md", fnd.summary(table).encode())
     for readme in filter(None, args["update"].split(",")):
-        atomic_write(Path(readme), fnd.with_summary(Path(readme).read_text(), fnd.summary(table)).encode())
+        atomic_write(Path(readme),
+                     fnd.with_summary(Path(readme).read_text(), fnd.summary(table)).encode())
         print(f"updated the findings block of {readme}")
     if args.flag("figures"):
         import matplotlib.pyplot as plt
@@ -365,44 +386,60 @@ def cmd_findings(args: Args) -> int:
 
 R = ("RESULTS",)
 COMMANDS = [
-    Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)", cmd_heatmap,
-            {"agg": ("best", "best: the best run over lr and seeds (the paper); mean: best lr by the seed mean"),
-             "metric": ("", "show this metric instead of the task's (kl, acc_k1, final_loss…; kl and "
-                            "losses: lower is better); outputs get the suffix _NAME"),
-             "vs_paper": ("", "also compare with the paper's Figure N (report/data/paper_heatmaps.csv)"), **OUT},
+    Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)",
+            cmd_heatmap,
+            {"agg": ("best", "best: the best run over lr and seeds (the paper); mean: "
+                             "best lr by the seed mean"),
+             "metric": ("", "show this metric instead of the task's (kl, acc_k1, final_loss…; "
+                            "kl and losses: lower is better); outputs get the suffix _NAME"),
+             "vs_paper": ("", "also compare with the paper's Figure N "
+                              "(report/data/paper_heatmaps.csv)"), **OUT},
             R, examples=("playground-report heatmap results/fig7_mini vs_paper=7",
-                         "playground-report heatmap results/fig7_mini metric=kl agg=mean out=results/mini/fig7_lano")),
-    Command("curves", "accuracy per depth (Depo k, Brevo depth, Mano l) over training steps (Figure 8/16 style)", cmd_curves,
-            {"match": ("", "only runs whose path contains this text"), "limit": ("12", "at most this many runs"),
+                         "playground-report heatmap results/fig7_mini metric=kl agg=mean "
+                         "out=results/mini/fig7_lano")),
+    Command("curves", "accuracy per depth (Depo k, Brevo depth, Mano l) over training steps "
+                      "(Figure 8/16 style)", cmd_curves,
+            {"match": ("", "only runs whose path contains this text"),
+             "limit": ("12", "at most this many runs"),
              **OUT}, R, examples=("playground-report curves results/fig7_mini match=depo1",)),
-    Command("depth", "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds",
+    Command("depth",
+            "accuracy by Brevo dependency depth or Depo hop count k, mean ± spread over seeds",
             cmd_depth, dict(OUT), R, examples=("playground-report depth results/gla_canon_mini",)),
     Command("bars", "accuracy (or metric=) by size and variant, mean ± spread over seeds", cmd_bars,
-            {"metric": ("", "this metric instead of the task's (kl: lower is better); outputs get the suffix _NAME"),
+            {"metric": ("", "this metric instead of the task's (kl: lower is better); "
+                            "outputs get the suffix _NAME"),
              **OUT}, R,
             examples=("playground-report bars results/mqar_mini out=results/mini/mqar",
-                      "playground-report bars results/mini/runs/gdn_mini panel=lano metric=kl out=results/mini/gdn")),
-    Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo, dict(OUT), R,
-            examples=("playground-report capo results/capo",)),
-    Command("lengthgen", "metric vs eval length (× training context), one line per variant", cmd_lengthgen,
+                      "playground-report bars results/mini/runs/gdn_mini panel=lano metric=kl "
+                      "out=results/mini/gdn")),
+    Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo,
+            dict(OUT), R, examples=("playground-report capo results/capo",)),
+    Command("lengthgen", "metric vs eval length (× training context), one line per variant",
+            cmd_lengthgen,
             {"metric": ("", "this metric instead of the task's primary (kl, acc_k1…)"), **OUT}, R,
             examples=("playground-report lengthgen results/length_gen_cpu",)),
-    Command("findings", "the declared findings (sweeps/findings.yaml): per finding and cell, each side's "
-            "seeds and values, the margin, its 95 % interval and the verdict (docs/findings.md)", cmd_findings,
+    Command("findings", "the declared findings (sweeps/findings.yaml): per finding and cell, each "
+            "side's seeds and values, the margin, its 95 % interval and the verdict "
+            "(docs/findings.md)", cmd_findings,
             {"spec": ("", "a findings file (default: the shipped sweeps/findings.yaml)"),
-             "results": ("", "only the findings of these paper results (comma-separated, e.g. 2,3a)"),
+             "results": ("",
+                         "only the findings of these paper results (comma-separated, e.g. 2,3a)"),
              "update": ("", "also put the summary table into these markdown files, between their "
-                            "<!-- findings:begin --> and <!-- findings:end --> lines (comma-separated)"),
+                            "<!-- findings:begin --> and <!-- findings:end --> lines "
+                            "(comma-separated)"),
              "out": OUT["out"], "figures": OUT["figures"], "strict": OUT["strict"]}, R,
             examples=("playground-report findings results/mini/runs out=results/mini/findings",
                       "playground-report findings results/mini/runs out=results/mini/findings "
                       "update=README.md,results/mini/README.md")),
-    Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table, dict(OUT), R,
-            examples=("playground-report table results/fig7_mini",)),
-    Command("site", "a static results browser (HTML + one JS + CSS + SVG; opens from index.html, no server)",
-            cmd_site, {"out": ("", "output folder (required); links are relative, publish it as is")},
+    Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table,
+            dict(OUT), R, examples=("playground-report table results/fig7_mini",)),
+    Command("site", "a static results browser (HTML + one JS + CSS + SVG; "
+                    "opens from index.html, no server)",
+            cmd_site,
+            {"out": ("", "output folder (required); links are relative, publish it as is")},
             ("RESULTS...",), examples=("playground-report site results/fig7_mini out=site",
-                                        "playground-report site results/fig7_mini results/mqar_mini out=site")),
+                                        "playground-report site results/fig7_mini "
+                                        "results/mqar_mini out=site")),
 ]
 
 

@@ -51,9 +51,9 @@ MIN_SEEDS = 3  # seeds a side for a verdict beyond "suggestive"
 # below it (a wider interval); beyond 30, the normal 1.96.
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
-COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "seeds_a", "seeds_b",
-           "values_a", "values_b", "mean_a", "mean_b", "margin", "low", "high", "questions", "chance",
-           "verdict", "missing"]
+COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "seeds_a",
+           "seeds_b", "values_a", "values_b", "mean_a", "mean_b", "margin", "low", "high",
+           "questions", "chance", "verdict", "missing"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,8 @@ def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
     spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     entries = spec.get("findings") if isinstance(spec, dict) else None
     if isinstance(spec, dict) and (unknown := set(spec) - FILE_KEYS):
-        raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
+        raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)}; allowed: "
+                          f"{sorted(FILE_KEYS)}")
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{path}: expected a top-level 'findings:' list")
     found, ids = [], set()
@@ -106,7 +107,8 @@ def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a mapping")
         if unknown := set(entry) - ENTRY_KEYS:
-            raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
+            raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: "
+                              f"{sorted(ENTRY_KEYS)}")
         for key in ("id", "result", "claim", "a", "b", "seeds", "cells", "sweep", "scale"):
             if entry.get(key) in (None, "", []):
                 raise ConfigError(f"{where}.{key} is missing")
@@ -119,8 +121,10 @@ def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
             raise ConfigError(f"{where}.expect={expect!r} is invalid: expected one of {EXPECT}")
         tolerance = float(entry.get("tolerance", 0.0))
         cells = tuple(_cell(c, f"{where}.cells[{j}]") for j, c in enumerate(entry["cells"]))
-        if expect == "same" and min(tolerance if c.tolerance is None else c.tolerance for c in cells) <= 0:
-            raise ConfigError(f"{where}.tolerance must be > 0 for expect: same (the finding's or each cell's)")
+        if (expect == "same"
+                and min(tolerance if c.tolerance is None else c.tolerance for c in cells) <= 0):
+            raise ConfigError(f"{where}.tolerance must be > 0 for expect: "
+                              "same (the finding's or each cell's)")
         seeds = entry["seeds"]
         if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
             raise ConfigError(f"{where}.seeds={seeds!r} is invalid: expected a list of integers")
@@ -141,9 +145,10 @@ def _side(entry: dict, key: str, where: str) -> Side:
     value = entry[key]
     if isinstance(value, str):
         return Side(str(entry["sweep"]), str(entry["scale"]), value)
-    if isinstance(value, dict) and set(value) <= {"sweep", "scale", "variant"} and "variant" in value:
-        return Side(str(value.get("sweep", entry["sweep"])), str(value.get("scale", entry["scale"])),
-                    str(value["variant"]))
+    if (isinstance(value, dict) and set(value) <= {"sweep", "scale", "variant"}
+            and "variant" in value):
+        return Side(str(value.get("sweep", entry["sweep"])),
+                    str(value.get("scale", entry["scale"])), str(value["variant"]))
     raise ConfigError(f"{where}.{key}={value!r} is invalid: expected a variant name or "
                       "{sweep: NAME, variant: NAME}")
 
@@ -152,7 +157,8 @@ def _cell(cell, where: str) -> Cell:
     if not isinstance(cell, dict) or not {"panel", "size"} <= set(cell):
         raise ConfigError(f"{where} is invalid: expected {{panel: ..., size: ..., where: {{...}}}}")
     if unknown := set(cell) - CELL_KEYS:
-        raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(CELL_KEYS)}")
+        raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: "
+                          f"{sorted(CELL_KEYS)}")
     pairs = cell.get("where") or {}
     if not isinstance(pairs, dict):
         raise ConfigError(f"{where}.where must be a mapping of config key: value")
@@ -185,9 +191,9 @@ def side_runs(frame: pd.DataFrame, side: Side, cell: Cell, seeds: tuple[int, ...
         keep &= column.map(lambda v, value=value: _same(v, value))
     runs = frame[keep]
     if runs["seed"].duplicated().any():
-        raise ConfigError(f"{side.variant} at {cell.panel} {cell.size} {dict(cell.where)}: several runs "
-                          f"share a seed ({sorted(runs['run'])}); add the key that tells them apart "
-                          "(e.g. train.lr) to the cell's where")
+        raise ConfigError(f"{side.variant} at {cell.panel} {cell.size} {dict(cell.where)}: "
+                          f"several runs share a seed ({sorted(runs['run'])}); add the key that "
+                          "tells them apart (e.g. train.lr) to the cell's where")
     return runs
 
 
@@ -203,8 +209,8 @@ def needed_runs(findings: list[Finding], root: str) -> list[list[str]]:
         for cell in finding.cells:
             for side in finding.sides:
                 extra = [f"seed={','.join(map(str, finding.seeds))}", f"size={cell.size}"]
-                sweep = dataclasses.replace(load_sweep(find_sweep_file(side.sweep), side.scale, cell.panel,
-                                                       extra, side.variant), root=root)
+                sweep = dataclasses.replace(load_sweep(find_sweep_file(side.sweep), side.scale,
+                                                       cell.panel, extra, side.variant), root=root)
                 for overrides in sweep.runs():
                     if tuple(overrides) in seen:
                         continue
@@ -302,12 +308,15 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
             chance = counts.chance(done, metric)
             stats = compare(*values, *questions, lower=lower_is_better(metric), chance=chance,
                             expect=finding.expect,
-                            tolerance=finding.tolerance if cell.tolerance is None else cell.tolerance)
+                            tolerance=finding.tolerance if cell.tolerance is None
+                                      else cell.tolerance)
             missing = [f"{side.variant} seed {s}" for side, runs in zip(finding.sides, done)
                        for s in finding.seeds if s not in set(runs["seed"])]
-            row_label = next((r["record.task.row"] for runs in done for _, r in runs.iterrows()), "")
+            row_label = next((r["record.task.row"]
+                              for runs in done for _, r in runs.iterrows()), "")
             rows.append({"id": finding.id, "result": finding.result, "claim": finding.claim,
-                         "panel": cell.panel, "row": row_label or _where_text(cell), "size": cell.size,
+                         "panel": cell.panel, "row": row_label or _where_text(cell),
+                         "size": cell.size,
                          "metric": metric, "a": finding.a.variant, "b": finding.b.variant,
                          "values_a": _join(values[0]), "values_b": _join(values[1]),
                          "questions": _join([q for q in questions if q]), "chance": chance,
@@ -376,13 +385,15 @@ class _Counts:
 
 def markdown(table: pd.DataFrame, findings: list[Finding]) -> str:
     """The findings table in markdown: one line per finding and cell, grouped by result."""
-    lines = ["| result | claim | cell | metric | A | B | margin B − A [95 % CI] | chance | verdict |",
+    lines = ["| result | claim | cell | metric | A | B | margin B − A [95 % CI] | chance | "
+             "verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         percent = "acc" in r["metric"]
-        lines.append(f"| {r['result']} | {r['claim']} | {r['panel']} {r['row']} {r['size']} | {r['metric']} "
-                     f"| {_side_text(r, 'a', percent)} | {_side_text(r, 'b', percent)} "
-                     f"| {_margin_text(r, percent)} | {_number(r['chance'], percent)} | **{r['verdict']}** |")
+        lines.append(f"| {r['result']} | {r['claim']} | {r['panel']} {r['row']} {r['size']} | "
+                     f"{r['metric']} | {_side_text(r, 'a', percent)} | "
+                     f"{_side_text(r, 'b', percent)} | {_margin_text(r, percent)} | "
+                     f"{_number(r['chance'], percent)} | **{r['verdict']}** |")
     notes = [f"- **{f.id}** (Result {f.result}): {f.note}" for f in findings if f.note]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
@@ -394,7 +405,8 @@ def summary(table: pd.DataFrame) -> str:
     cells = list(dict.fromkeys(f"{r['panel']} {r['row']}" for _, r in table.iterrows()))
     metrics = {f"{r['panel']} {r['row']}": r["metric"] for _, r in table.iloc[::-1].iterrows()
                if r["metric"] != "primary"}
-    lines = ["| result | claim | " + " | ".join(f"{c} ({metrics.get(c, 'primary')})" for c in cells) + " |",
+    lines = ["| result | claim | "
+             + " | ".join(f"{c} ({metrics.get(c, 'primary')})" for c in cells) + " |",
              "|---|---|" + "---|" * len(cells)]
     for _, block in table.groupby("id", sort=False):
         first = block.iloc[0]
@@ -439,7 +451,8 @@ def _margin_text(row: pd.Series, percent: bool) -> str:
     if pd.isna(row["margin"]):
         return "—"
     scale, unit = (100, " pt") if percent else (1, "")
-    return f"{scale * row['margin']:+.3g}{unit} [{scale * row['low']:+.3g}, {scale * row['high']:+.3g}]"
+    return (f"{scale * row['margin']:+.3g}{unit} [{scale * row['low']:+.3g}, "
+            f"{scale * row['high']:+.3g}]")
 
 
 def figure(table: pd.DataFrame, result: str):
@@ -453,11 +466,12 @@ def figure(table: pd.DataFrame, result: str):
         percent = "acc" in r["metric"]
         scale = 100 if percent else 1
         for x, side in enumerate(("a", "b")):
-            values = [scale * float(v) for v in str(r[f"values_{side}"]).split(";") if v not in ("", "nan")]
+            values = [scale * float(v) for v in str(r[f"values_{side}"]).split(";")
+                      if v not in ("", "nan")]
             if values:
                 ax.bar(x, np.mean(values), width=0.6, color=("#9aa5b1", "#2b6cb0")[x], alpha=0.8)
-                ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))], values,
-                           color="black", s=14, zorder=3)
+                ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))],
+                           values, color="black", s=14, zorder=3)
             else:
                 ax.text(x, 0, "no run", ha="center", va="bottom", fontsize=7)
         if pd.notna(r["chance"]) and r["chance"] is not None:

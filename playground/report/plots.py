@@ -50,13 +50,15 @@ def cell_text(value: float, value2: float, status: str, percent: bool = True) ->
     return f"{100 * value:.1f}%" if percent else f"{value:#.3g}"
 
 
-ARCH_NAMES = {"llama_rope": "Llama(RoPE)", "llama_nope": "Llama(NoPE)", "llama_rope_quarter": "Llama(RoPE¼)",
-              "llama_rope0.5": "Llama(RoPE½)", "llama_alibi": "Llama(ALiBi)", "llama_hard_alibi": "Llama(Hard-ALiBi)",
+ARCH_NAMES = {"llama_rope": "Llama(RoPE)", "llama_nope": "Llama(NoPE)",
+              "llama_rope_quarter": "Llama(RoPE¼)", "llama_rope0.5": "Llama(RoPE½)",
+              "llama_alibi": "Llama(ALiBi)", "llama_hard_alibi": "Llama(Hard-ALiBi)",
               "gla": "GLA", "gdn": "GDN", "mamba2": "Mamba2", "mamba2_mlp": "Mamba2-MLP"}
 
 
 def canon_label(canon: str) -> str:
-    """``abcd_res`` -> ``Canon-ABCD(res)``, ``ab_nores`` -> ``Canon-AB(no-res)``; conv names stay."""
+    """``abcd_res`` -> ``Canon-ABCD(res)``, ``ab_nores`` -> ``Canon-AB(no-res)``;
+    conv names stay."""
     parts = canon.split("_")
     if canon in ("none", "conv1d", "noconv1d") or parts[0].strip("abcd"):
         return canon
@@ -365,9 +367,11 @@ def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
 def bars_figure(table: pd.DataFrame, x: str, group: str, value: str, title: str, ylabel: str,
                 percent: bool = True) -> Figure:
     """Grouped bars of ``value`` by ``x`` (e.g. Brevo depth, MQAR width) and ``group`` (variant),
-    with the seed spread as error bars when present; ``percent``: a fraction shown in %, on 0–105."""
+    with the seed spread as error bars when present; ``percent``:
+    a fraction shown in %, on 0–105."""
     xs = sorted(dict.fromkeys(table[x]), key=size_order)
-    groups = sorted(dict.fromkeys(table[group]), key=lambda name: (len(str(name)), str(name)))  # baseline first
+    # baseline first
+    groups = sorted(dict.fromkeys(table[group]), key=lambda name: (len(str(name)), str(name)))
     rows = -(-len(groups) // 2)
     fig = Figure(figsize=(1.4 + 0.9 * len(xs) * max(1, len(groups) / 2), 3.0 + 0.22 * rows))
     ax = fig.add_subplot()
@@ -406,16 +410,18 @@ def _series(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 
 def plot_capo(table: pd.DataFrame) -> Figure:
     """Learned bits vs parameters, log-log, one series per N (with a dotted line at its upper
-    bound), and the 2 / 1 / 0.5 / 0.25 bits-per-parameter reference lines. Points with bits <= 0 cannot sit on a log axis and are
-    left out of the figure (they stay in the CSV)."""
+    bound), and the 2 / 1 / 0.5 / 0.25 bits-per-parameter reference lines. Points with bits <= 0
+    cannot sit on a log axis and are left out of the figure (they stay in the CSV)."""
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
     shown = table[table["bits"] > 0]
     lo, hi = (shown["params"].min() / 2, shown["params"].max() * 2) if not shown.empty else (1, 2)
     for label, group in _series(shown) if not shown.empty else []:
-        (line,) = ax.plot(group["params"], group["bits"], marker="o", label=label, gid=f"series:{label}")
+        (line,) = ax.plot(group["params"], group["bits"], marker="o", label=label,
+                          gid=f"series:{label}")
         upper = group["bits_upper"].max()  # all the knowledge in the data: a dotted ceiling
-        ax.plot([lo, hi], [upper, upper], ls=":", lw=1, color=line.get_color(), gid=f"upper:{label}")
+        ax.plot([lo, hi], [upper, upper], ls=":", lw=1, color=line.get_color(),
+                gid=f"upper:{label}")
     if not shown.empty:
         for c in CAPO_REFERENCE:
             ax.plot([lo, hi], [c * lo, c * hi], ls="--", lw=0.8, color="0.6", gid=f"ref:{c:g}")

@@ -61,7 +61,8 @@ def _pending_rows(root: Path) -> list[dict]:
             continue
         row = {"status": "pending", "error": "no summary.json yet (not started or just starting)"}
         row.update(flatten(record, "record."))
-        row.update(size=record.get("size", {}).get("label"), lr=record.get("lr"), seed=record.get("seed"))
+        row.update(size=record.get("size", {}).get("label"), lr=record.get("lr"),
+                   seed=record.get("seed"))
         row["run_dir"], row["run"] = str(d), str(d.relative_to(root)) if d != root else d.name
         rows.append(row)
     return rows
@@ -80,7 +81,8 @@ def read_results(roots: list[Path]) -> tuple[pd.DataFrame, list[str]]:
         refused += bad
         frame = frame.copy()
         frame["run"] = [f"{root.name}/{r}" for r in frame["run"]]
-        names = frame["record.sweep.name"] if "record.sweep.name" in frame else pd.Series(None, index=frame.index)
+        names = (frame["record.sweep.name"] if "record.sweep.name" in frame
+                 else pd.Series(None, index=frame.index))
         frame["sweep"] = [n if isinstance(n, str) and n else root.name for n in names]
         frames.append(frame)
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), refused
@@ -109,14 +111,17 @@ def slug(*parts: str) -> str:
 
 def metric_names(frame: pd.DataFrame) -> list[str]:
     """The metrics the runs of ``frame`` record (``metrics.*`` with a value, and final_loss)."""
-    names = sorted(c.split(".", 1)[1] for c in frame if c.startswith("metrics.") and frame[c].notna().any())
-    return names + (["final_loss"] if "final_loss" in frame and frame["final_loss"].notna().any() else [])
+    names = sorted(c.split(".", 1)[1] for c in frame
+                   if c.startswith("metrics.") and frame[c].notna().any())
+    return names + (["final_loss"]
+                    if "final_loss" in frame and frame["final_loss"].notna().any() else [])
 
 
 def _shades(cells: pd.DataFrame, percent: bool, lower: bool) -> list[float | None]:
     """Each cell's shade in [0, 1], as ``plots.heatmap_figure`` shades (accuracy is its own
     shade; another metric spans the panel's worst to best value)."""
-    done = pd.to_numeric(cells.loc[cells["status"] == "finished", "value"], errors="coerce").dropna()
+    done = pd.to_numeric(cells.loc[cells["status"] == "finished", "value"],
+                         errors="coerce").dropna()
     lo, hi = (0.0, 1.0) if percent or done.empty else (done.min(), done.max())
     out = []
     for status, value in zip(cells["status"], cells["value"]):
@@ -142,11 +147,12 @@ def panel_cells(frame: pd.DataFrame, metric: str) -> list[dict]:
         seeds = int(c["seeds"]) if _num(c.get("seeds")) is not None else 0
         if c["status"] == "finished" and seeds > 1 and spread is not None:
             text += f" ± {100 * spread:.1f}" if percent else f" ± {spread:#.2g}"
-        out.append({"variant": f"{c['architecture']}|{c['canon']}", "row": c["row"], "size": c["size"],
-                    "status": c["status"], "value": value, "value2": value2, "spread": spread, "seeds": seeds,
-                    "lr": _num(c.get("lr")), "best_run": _text(c.get("best_run")), "text": text, "shade": shade,
-                    "n_runs": int(c["n_runs"]), "n_failed": int(c["n_failed"]), "n_pending": int(c["n_pending"]),
-                    "failures": _text(c.get("failures")) or ""})
+        out.append({"variant": f"{c['architecture']}|{c['canon']}", "row": c["row"],
+                    "size": c["size"], "status": c["status"], "value": value, "value2": value2,
+                    "spread": spread, "seeds": seeds, "lr": _num(c.get("lr")),
+                    "best_run": _text(c.get("best_run")), "text": text, "shade": shade,
+                    "n_runs": int(c["n_runs"]), "n_failed": int(c["n_failed"]),
+                    "n_pending": int(c["n_pending"]), "failures": _text(c.get("failures")) or ""})
     return out
 
 
@@ -189,9 +195,11 @@ def run_detail(run: pd.Series) -> dict:
     train = _thin([r for r in log if r.get("split") == "train" and _num(r.get("loss")) is not None])
     evals = _thin([r for r in log if r.get("split") == "eval"])
     eval_names = sorted({k for r in evals for k, v in r.items()
-                         if k not in ("split", "step") and isinstance(v, (int, float)) and not isinstance(v, bool)})
+                         if k not in ("split", "step") and isinstance(v, (int, float))
+                                                 and not isinstance(v, bool)})
     depth = run.get("record.task.depth_metric")
-    family = [n for n in eval_names if isinstance(depth, str) and n.startswith(depth) and n[len(depth):].isdigit()]
+    family = [n for n in eval_names
+              if isinstance(depth, str) and n.startswith(depth) and n[len(depth):].isdigit()]
     family.sort(key=lambda n: int(n[len(depth):]))
     metrics = {c.split(".", 1)[1]: _num(run[c]) for c in run.index if c.startswith("metrics.")}
     config = d / "config.yaml"
@@ -199,10 +207,12 @@ def run_detail(run: pd.Series) -> dict:
         "run": run["run"], "status": str(run.get("status")), "error": _text(run.get("error")) or "",
         "lr": _num(run.get("lr")), "seed": _num(run.get("seed")), "value": _num(run.get("value")),
         "wall_time_s": _num(run.get("wall_time_s")), "tokens_per_s": _num(run.get("tokens_per_s")),
-        "step": _num(run.get("step")), "steps": _num(run.get("steps")), "params": _num(run.get("params.total")),
+        "step": _num(run.get("step")), "steps": _num(run.get("steps")),
+        "params": _num(run.get("params.total")),
         "metrics": {k: v for k, v in metrics.items() if v is not None},
         "loss": [[_num(r["step"]), _num(r["loss"])] for r in train],
-        "eval": {n: [[_num(r.get("step")), _num(r.get(n))] for r in evals if _num(r.get(n)) is not None]
+        "eval": {n: [[_num(r.get("step")), _num(r.get(n))] for r in evals
+                     if _num(r.get(n)) is not None]
                  for n in eval_names},
         "depth_family": family,
         "config": config.read_text() if config.exists() else "(no config.yaml)",
@@ -216,18 +226,23 @@ def panel_data(sweep: str, panel: str, frame: pd.DataFrame) -> dict:
     rows = list(annotated.sort_values("row_index")["row"].drop_duplicates())
     variants = sorted(dict.fromkeys(zip(annotated["architecture"], annotated["canon"])),
                       key=lambda v: (v[0], v[1] != "none", v[1]))
-    stated = [m for m in (annotated.get("record.task.metric"), annotated.get("record.task.metric2")) if m is not None]
+    stated = [m for m in (annotated.get("record.task.metric"), annotated.get("record.task.metric2"))
+              if m is not None]
     stated = " / ".join(str(m.dropna().iloc[0]) for m in stated if m.notna().any())
-    metrics = [{"name": DEFAULT, "label": f"task metric ({stated or 'primary'})", "percent": True, "lower": False}]
-    metrics += [{"name": m, "label": m, "percent": aggregate.is_accuracy(m), "lower": aggregate.lower_is_better(m)}
+    metrics = [{"name": DEFAULT, "label": f"task metric ({stated or 'primary'})", "percent": True,
+                "lower": False}]
+    metrics += [{"name": m, "label": m, "percent": aggregate.is_accuracy(m),
+                 "lower": aggregate.lower_is_better(m)}
                 for m in metric_names(frame)]
     members: dict[str, list[str]] = {}
     for key, group in annotated.groupby(["architecture", "canon", "row", "size"]):
         members["|".join(map(str, key))] = list(group.sort_values(["lr", "seed"])["run"])
     return {
         "page": "panel", "sweep": sweep, "panel": panel, "rows": rows, "sizes": sizes,
-        "family": str(annotated["record.task.family"].dropna().iloc[0]) if annotated["record.task.family"].notna().any() else "",
-        "variants": [{"id": f"{a}|{c}", "architecture": a, "canon": c, "label": plots.variant_label(a, c)}
+        "family": str(annotated["record.task.family"].dropna().iloc[0])
+                  if annotated["record.task.family"].notna().any() else "",
+        "variants": [{"id": f"{a}|{c}", "architecture": a, "canon": c,
+                      "label": plots.variant_label(a, c)}
                      for a, c in variants],
         "metrics": metrics,
         "cells": {m["name"]: panel_cells(frame, m["name"]) for m in metrics},
@@ -278,8 +293,10 @@ def thumbnail(frame: pd.DataFrame, title: str) -> bytes:
 def _filters(options: dict[str, list[str]]) -> str:
     parts = ['<div class="filters">']
     for key, values in options.items():
-        choices = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
-        parts.append(f'<label>{key} <select data-filter="{key}"><option value="">all</option>{choices}</select></label>')
+        choices = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>'
+                          for v in values)
+        parts.append(f'<label>{key} <select data-filter="{key}">'
+                     f'<option value="">all</option>{choices}</select></label>')
     return "".join(parts) + "</div>"
 
 
@@ -291,17 +308,20 @@ def index_page(panels: list[dict], refused: list[str], unplaced: list[str]) -> b
     for sweep in sorted({p["sweep"] for p in panels}):
         body.append(f'<section class="sweep"><h2>{html.escape(sweep)}</h2><div class="cards">')
         for p in (p for p in panels if p["sweep"] == sweep):
-            attrs = " ".join(f'data-{k}="{html.escape(",".join(p[k]))}"' for k in ("task", "backbone", "canon"))
+            attrs = " ".join(f'data-{k}="{html.escape(",".join(p[k]))}"'
+                             for k in ("task", "backbone", "canon"))
             counts = ", ".join(f"{n} {s}" for s, n in p["counts"].items() if n)
-            body.append(f'<a class="card" href="{p["href"]}" {attrs}><img src="{p["thumb"]}" alt="heatmaps of '
-                        f'{html.escape(p["panel"])}"><span class="name">{html.escape(p["panel"])}</span>'
+            body.append(f'<a class="card" href="{p["href"]}" {attrs}><img src="{p["thumb"]}" '
+                        f'alt="heatmaps of {html.escape(p["panel"])}">'
+                        f'<span class="name">{html.escape(p["panel"])}</span>'
                         f'<span class="counts">{html.escape(counts)}</span></a>')
         body.append("</div></section>")
     for title, items in (("Refused runs (config does not match its record)", refused),
                          ("Runs without a panel (no readable record)", unplaced)):
         if items:
             body.append(f"<section><h2>{title}</h2><ul>"
-                        + "".join(f"<li>{html.escape(str(i))}</li>" for i in items) + "</ul></section>")
+                        + "".join(f"<li>{html.escape(str(i))}</li>" for i in items)
+                        + "</ul></section>")
     return page("Results", "\n".join(body), {"page": "index"})
 
 
@@ -311,7 +331,8 @@ PANEL_BODY = """<header><a href="index.html">&larr; all panels</a><h1>{title}</h
 <label>backbone <select id="f-backbone"><option value="">all</option></select></label>
 <label>Canon <select id="f-canon"><option value="">all</option></select></label>
 </div>
-<section><h2>Heatmaps</h2><p class="hint">Best run over learning rates and seeds; click a cell for its runs.</p>
+<section><h2>Heatmaps</h2><p class="hint">\
+Best run over learning rates and seeds; click a cell for its runs.</p>
 <div id="heatmaps"></div></section>
 <section id="cell"><h2>Cell</h2><p class="hint">No cell selected.</p></section>
 <section id="paper-section"><h2>Ours vs the paper</h2><div id="paper"></div></section>
@@ -330,13 +351,15 @@ def build(roots: list[Path], out: Path) -> dict:
         raise ConfigError(f"out={out} is invalid: it is a file, expected a folder")
     frame, refused = read_results(roots)
     if frame.empty:
-        raise ConfigError(f"RESULTS={','.join(map(str, roots))} is invalid: no run directory (summary.json "
-                          "or config.yaml) under it")
-    placed = frame["record.task.panel"].notna() if "record.task.panel" in frame else pd.Series(False, frame.index)
+        raise ConfigError(f"RESULTS={','.join(map(str, roots))} is invalid: no run directory "
+                          "(summary.json or config.yaml) under it")
+    placed = (frame["record.task.panel"].notna() if "record.task.panel" in frame
+              else pd.Series(False, frame.index))
     unplaced = sorted(frame.loc[~placed, "run"])
     frame = frame[placed]
     if frame.empty:
-        raise ConfigError(f"RESULTS={','.join(map(str, roots))} is invalid: no run has a readable record")
+        raise ConfigError(f"RESULTS={','.join(map(str, roots))} is invalid: "
+                          "no run has a readable record")
     pages = []
     for (sweep, panel), block in frame.groupby(["sweep", "record.task.panel"], sort=True):
         data = panel_data(sweep, panel, block)
@@ -346,12 +369,15 @@ def build(roots: list[Path], out: Path) -> dict:
         atomic_write(out / "img" / f"{name}.svg", thumbnail(block, f"{panel} ({sweep})"))
         annotated = aggregate.annotate(block)
         counts = {s: int(n) for s, n in annotated["status"].value_counts().items()}
-        pages.append({"sweep": sweep, "panel": panel, "href": f"{name}.html", "thumb": f"img/{name}.svg",
+        pages.append({"sweep": sweep, "panel": panel, "href": f"{name}.html",
+                      "thumb": f"img/{name}.svg",
                       "task": sorted({data["family"]} - {""}), "counts": counts,
-                      "backbone": sorted(set(annotated["architecture"])), "canon": sorted(set(annotated["canon"]))})
+                      "backbone": sorted(set(annotated["architecture"])),
+                      "canon": sorted(set(annotated["canon"]))})
     atomic_write(out / "index.html", index_page(pages, refused, unplaced))
     assets = files("playground.report") / "site"
     for asset in ASSETS:
         atomic_write(out / asset, (assets / asset).read_bytes())
-    return {"panels": len(pages), "runs": len(frame), "refused": len(refused), "unplaced": len(unplaced)}
+    return {"panels": len(pages), "runs": len(frame), "refused": len(refused),
+            "unplaced": len(unplaced)}
 

@@ -60,7 +60,8 @@ def run_dirs(root: Path) -> list[Path]:
 def load_run(d: Path, root: Path) -> dict:
     """One run's row; ``refused`` says why the run cannot be trusted (see ``check_integrity``)."""
     summary = read_json(d / "summary.json")
-    config = OmegaConf.to_container(OmegaConf.load(d / "config.yaml")) if (d / "config.yaml").exists() else None
+    config = (OmegaConf.to_container(OmegaConf.load(d / "config.yaml"))
+              if (d / "config.yaml").exists() else None)
     try:
         record = record_of(summary, config) or {}
     except (ConfigError, KeyError, ValueError) as err:  # a config the current schema cannot read
@@ -68,7 +69,8 @@ def load_run(d: Path, root: Path) -> dict:
         record = {}
     row = flatten({k: v for k, v in summary.items() if k not in LEGACY and k != "record"})
     row.update(flatten(record, "record."))
-    row.update(size=record.get("size", {}).get("label"), lr=record.get("lr"), seed=record.get("seed"))
+    row.update(size=record.get("size", {}).get("label"), lr=record.get("lr"),
+               seed=record.get("seed"))
     row["refused"] = refusal(d, summary, config)
     if config is not None:
         row.update(flatten({k: v for k, v in config.items() if k != "hydra"}, "config."))
@@ -98,7 +100,8 @@ def load_runs(path: str | Path, strict: bool = False) -> pd.DataFrame:
         try:
             rows.append(load_run(d, root))
         except Exception as err:  # noqa: BLE001 - JSON, YAML, encoding or OmegaConf errors alike
-            message = f"{d}: a damaged summary.json or config.yaml ({type(err).__name__}: {str(err)[:80]})"
+            message = (f"{d}: a damaged summary.json or config.yaml ({type(err).__name__}: "
+                       f"{str(err)[:80]})")
             if strict:
                 raise ConfigError(message) from None
             print(f"skipped {message}; the report goes on without it (strict=true stops instead)",
@@ -109,5 +112,7 @@ def load_runs(path: str | Path, strict: bool = False) -> pd.DataFrame:
 def check_integrity(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Keep runs whose recorded config hash matches their config.yaml and whose directory is
     the one their config declares (``out_dir``); return the rest as messages (refused)."""
-    refused = frame["refused"].notna() if "refused" in frame else pd.Series(False, index=frame.index)
-    return frame.loc[~refused].drop(columns="refused", errors="ignore"), frame.loc[refused, "refused"].tolist()
+    refused = (frame["refused"].notna() if "refused" in frame
+               else pd.Series(False, index=frame.index))
+    return (frame.loc[~refused].drop(columns="refused", errors="ignore"),
+            frame.loc[refused, "refused"].tolist())

@@ -20,8 +20,9 @@ from playground.errors import ConfigError
 
 # The elementwise ops whose CPU kernels PyTorch hands to MKL's vector math (VML) where its build
 # has MKL (ATen's cpu/vml.h), for float32 and float64.
-VML_OPS = (torch.acos, torch.asin, torch.atan, torch.cos, torch.erf, torch.erfc, torch.erfinv, torch.exp,
-           torch.log, torch.log10, torch.log2, torch.sin, torch.sqrt, torch.tan, torch.tanh, torch.trunc)
+VML_OPS = (torch.acos, torch.asin, torch.atan, torch.cos, torch.erf, torch.erfc, torch.erfinv,
+           torch.exp, torch.log, torch.log10, torch.log2, torch.sin, torch.sqrt, torch.tan,
+           torch.tanh, torch.trunc)
 
 
 def warm_vector_math() -> None:
@@ -29,7 +30,8 @@ def warm_vector_math() -> None:
     of such an op on a tensor large enough for two threads could, on a loaded machine, come out
     different in its last bits (a fixed alternative; cos of RoPE's angle table was seen, and the
     whole run then drifted: docs/runs.md, "Repeatability"); after one single-threaded call first,
-    no such run was seen. Cheap (about 6 ms the first time, far less after) and harmless to repeat."""
+    no such run was seen. Cheap (about 6 ms the first time, far less after) and harmless to
+    repeat."""
     for dtype in (torch.float32, torch.float64):
         x = torch.full((1,), 0.5, dtype=dtype)
         for op in VML_OPS:
@@ -84,8 +86,8 @@ def memory_of(device: torch.device) -> tuple[int, int]:
 
 def device_for(train) -> torch.device:
     """The device of a ``TrainConfig`` (``train.device``), deterministic kernels switched on first
-    when ``train.deterministic`` (process-wide, so in ``playground-bench train compare=`` such configs
-    go last)."""
+    when ``train.deterministic`` (process-wide, so in ``playground-bench train compare=`` such
+    configs go last)."""
     if train.deterministic:
         use_deterministic_kernels()
     return pick_device(train.device)
@@ -104,7 +106,8 @@ def loader_workers(requested: int, device: torch.device) -> int:
         return requested
     if device.type != "cuda":
         return 0
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else (os.cpu_count() or 1))
     share = int(os.environ.get(HOST_RUNS, 1)) * int(os.environ.get("LOCAL_WORLD_SIZE", 1))
     return max(1, min(16, cores // max(1, share) - 1))
 
@@ -144,7 +147,8 @@ def setup(device: torch.device) -> torch.device:
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=size)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
+                                world_size=size)
     return device
 
 

@@ -59,11 +59,12 @@ def writer_lock(out: Path):
         except BlockingIOError:
             try:
                 holder = read_json(out / WRITER)
-                who = f"pid {holder.get('pid')} on {holder.get('host')}, since {holder.get('since')}"
+                who = (f"pid {holder.get('pid')} on {holder.get('host')}, "
+                       f"since {holder.get('since')}")
             except (OSError, ValueError):
                 who = "a process that has not yet said who it is"
-            raise RunLocked(f"{out} is being written by another process ({who}); wait for it to end or "
-                            "stop it, then run the same command again") from None
+            raise RunLocked(f"{out} is being written by another process ({who}); wait for it to "
+                            "end or stop it, then run the same command again") from None
         write_json(out / WRITER, {"pid": os.getpid(), "host": socket.gethostname(),
                                   "since": datetime.now(timezone.utc).isoformat()})
         try:
@@ -289,13 +290,15 @@ class MetricsLog:
             if isinstance(record, dict):
                 out.append(record)
             elif not (number == len(lines) and not text.endswith("\n")):
-                raise ConfigError(f"{self.path}, line {number}, is not a JSON record ({line[:60]!r}): the "
-                                  "file was damaged; delete or repair that line, then run again")
+                raise ConfigError(f"{self.path}, line {number}, is not a JSON record "
+                                  f"({line[:60]!r}): the file was damaged; delete or repair that "
+                                  "line, then run again")
         return out
 
     def truncate_after(self, step: int) -> None:
         kept = [r for r in self.records() if r["step"] <= step]
-        atomic_write(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept).encode())
+        atomic_write(self.path,
+                     "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept).encode())
 
 
 def _sha256(path: Path) -> str:
@@ -327,7 +330,8 @@ def clean_stale(out: Path) -> list[Path]:
     write; it never counts, see :func:`checkpoint_paths`). Call it only holding the run's lock."""
     ckpt_dir = out / "checkpoints"
     stale = [*out.glob(".*.tmp"), *ckpt_dir.glob(".*.tmp"), *ckpt_dir.glob(".tmp_*")]
-    stale += [p for p in ckpt_dir.glob("step_*.pt") if CKPT_RE.search(p.name) and not _sidecar(p).exists()]
+    stale += [p for p in ckpt_dir.glob("step_*.pt")
+              if CKPT_RE.search(p.name) and not _sidecar(p).exists()]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
@@ -376,11 +380,12 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
 
 
 # Keys that may differ between a run and its resumption: they do not change what is computed
-# (the device, train.deterministic, train.compile_scope and train.compile_mode change how, so the last
-# bits may differ).
-VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress", "train.resume",
-            "train.device", "train.deterministic", "train.compile_scope", "train.compile_mode", "train.eval_batch_size",
-            "data.num_workers", "data.prefetch", "train.length_scales")  # the last: an extra evaluation after training
+# (the device, train.deterministic, train.compile_scope and train.compile_mode change how, so the
+# last bits may differ).
+VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress",
+            "train.resume", "train.device", "train.deterministic", "train.compile_scope",
+            "train.compile_mode", "train.eval_batch_size", "data.num_workers", "data.prefetch",
+            "train.length_scales")  # the last: an extra evaluation after training
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -413,7 +418,8 @@ def hash_mismatch(summary: dict, config: dict) -> bool:
 def config_differences(old: dict, new: dict) -> list[str]:
     """Keys whose values differ between two resolved configs, ignoring VOLATILE keys."""
     a, b = identity(old), identity(new)
-    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k)]
 
 
 def versions() -> dict[str, str]:
@@ -450,7 +456,8 @@ def git_dirty() -> bool | None:
 
 # -- what a run is ---------------------------------------------------------------------------
 
-HOW = ("name", "backend", "autotune", "chunk", "norm_backend")  # mixer fields that choose how, not what, to compute
+# mixer fields that choose how, not what, to compute
+HOW = ("name", "backend", "autotune", "chunk", "norm_backend")
 CANON_FIELDS = ("positions", "residual", "kernel", "activation", "bias", "init", "dynamic", "rank",
                 "group", "after_every_linear")
 

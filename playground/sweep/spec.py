@@ -4,11 +4,11 @@ Hydra overrides.
 A sweep file names its grid: ``rows`` per scale (task and difficulty, with that row's recipe,
 zipped; a row's ``panel`` names the heatmap it belongs to), ``variants`` (named
 architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds). Every
-run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its panel and variant
-(``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run, after the rows'
-recipes (so ``task.K=4`` replaces a row's ``task.K``); one that names a grid axis (``seed=0,1``,
-``size=8L512D``) replaces that axis instead; one that names a variant's key is refused (choose
-the variants with ``variants=``).
+run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its
+panel and variant (``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run, after
+the rows' recipes (so ``task.K=4`` replaces a row's ``task.K``); one that names a grid axis
+(``seed=0,1``, ``size=8L512D``) replaces that axis instead; one that names a variant's key is
+refused (choose the variants with ``variants=``).
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ class Sweep:
     name: str
     scale: str
     common: list[str]  # the scale's overrides of every run (the rows' recipes come after them)
-    rows: list[tuple[str, list[str], dict[str, list[str]]]]  # (panel or "", overrides, row's own grid)
+    # (panel or "", overrides, row's own grid)
+    rows: list[tuple[str, list[str], dict[str, list[str]]]]
     variants: dict[str, list[str]]
     grid: dict[str, list[str]]
     root: str = "results"  # the runs land in <root>/<name>_<scale>/<run_name>/
-    extra: list[str] = field(default_factory=list)  # the command line's overrides of every run: last
+    # the command line's overrides of every run: last
+    extra: list[str] = field(default_factory=list)
 
     @property
     def sweep_dir(self) -> str:
@@ -55,7 +57,8 @@ class Sweep:
                 for values in itertools.product(*grid.values()):
                     point = [f"{k}={v}" for k, v in zip(grid, values)]
                     out.append([*self.common, *row, *variant, *self.labels(panel, name), *point,
-                                *self.extra, f"sweep={self.sweep_dir}", f"out_dir={self.folder}/${{run_name}}"])
+                                *self.extra, f"sweep={self.sweep_dir}",
+                                f"out_dir={self.folder}/${{run_name}}"])
         return out
 
     @staticmethod
@@ -103,11 +106,13 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
         raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
     scales = spec.get("scales") or {}
     if scale not in scales:
-        raise ConfigError(f"scale={scale!r} is invalid for {path.name}: expected one of {sorted(scales)}")
+        raise ConfigError(f"scale={scale!r} is invalid for {path.name}: "
+                          f"expected one of {sorted(scales)}")
     sc = scales[scale]
     bad = set(sc) - SCALE_KEYS
     if bad:
-        raise ConfigError(f"{path}: scales.{scale} has unknown key(s) {sorted(bad)}; allowed: {sorted(SCALE_KEYS)}")
+        raise ConfigError(f"{path}: scales.{scale} has unknown key(s) {sorted(bad)}; allowed: "
+                          f"{sorted(SCALE_KEYS)}")
     grid = {**_grid(spec.get("grid")), **_grid(sc.get("grid"))}
     wanted = set(panels.split(",")) if panels else None
     rows = [(row.get("panel", ""), _pairs(row, f"scales.{scale}.rows"), _grid(row.get("grid")))
@@ -115,7 +120,8 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
     rows = [r for r in rows if wanted is None or r[0] in wanted]
     if not rows:
         raise ConfigError(f"{path}: no rows for scale={scale} and panels={panels or 'all'}")
-    variants = {n: _pairs(v, f"variants.{n}") for n, v in (spec.get("variants") or {"default": {}}).items()}
+    variants = {n: _pairs(v, f"variants.{n}")
+                for n, v in (spec.get("variants") or {"default": {}}).items()}
     if only_variants:
         names = only_variants.split(",")
         if unknown := [n for n in names if n not in variants]:
@@ -123,14 +129,18 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
         variants = {n: variants[n] for n in names}
     axes = set(grid).union(*(r[2] for r in rows))
     own = {item.partition("=")[0] for v in variants.values() for item in v}  # and the labels below
-    if clash := [item for item in extra if item.partition("=")[0] in own | {"panel", "variant", "sweep", "out_dir"}]:
-        raise ConfigError(f"{clash[0]!r}: {clash[0].partition('=')[0]} is set by the sweep itself (its variants or "
-                          "labels); choose variants with variants=..., and the runs' folder with root=...")
+    if clash := [item for item in extra
+                 if item.partition("=")[0] in own | {"panel", "variant", "sweep", "out_dir"}]:
+        raise ConfigError(f"{clash[0]!r}: {clash[0].partition('=')[0]} is set by the sweep itself "
+                          "(its variants or labels); choose variants with variants=..., and the "
+                          "runs' folder with root=...")
     for item in extra:  # an extra argument naming a grid axis replaces the axis
         key, _, value = item.partition("=")
         if key in axes:
             grid[key] = value.split(",")
-            rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key}) for panel, row, row_grid in rows]
+            rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key})
+                    for panel, row, row_grid in rows]
     extra = [item for item in extra if item.partition("=")[0] not in axes]
     common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides")
-    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid, extra=list(extra))
+    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid,
+                 extra=list(extra))

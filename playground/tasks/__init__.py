@@ -13,7 +13,8 @@ from playground.config import plugin, plugins
 from playground.errors import ConfigError
 from playground.tasks.base import Example, Task, TaskConfig, Vocab
 
-TASKS: dict[str, type[Task]] = plugins("playground.tasks", Task)  # at import; build_task looks again
+# at import; build_task looks again
+TASKS: dict[str, type[Task]] = plugins("playground.tasks", Task)
 
 
 def build_task(cfg: TaskConfig) -> Task:

@@ -34,7 +34,8 @@ class TaskConfig:
     context: int = 2048  # training window length in tokens
     eval_size: int = 512  # number of eval examples (eval split, indices 0..eval_size-1)
 
-    difficulty_keys: ClassVar[tuple[str, ...]] = ()  # the fields that set the difficulty; the first is the heatmap's row axis
+    # the fields that set the difficulty; the first is the heatmap's row axis
+    difficulty_keys: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         check(self.seed >= 0, "task.seed", self.seed, "a non-negative integer")
@@ -110,10 +111,12 @@ def check_word_supply(count: int, key: str, value: Any, alphabet: int, min_len: 
     """Distinct random words are drawn by rejection; that stays fast only while at most half of
     the possible words are needed."""
     distinct = sum(alphabet**n for n in range(min_len, max_len + 1))
-    check(count <= distinct // 2, key, value, f"at most half the {distinct} distinct {what} that {knobs} allow")
+    check(count <= distinct // 2, key, value,
+          f"at most half the {distinct} distinct {what} that {knobs} allow")
 
 
-def distinct_words(rng: np.random.Generator, n: int, min_len: int, max_len: int, alphabet: int, slack: int,
+def distinct_words(rng: np.random.Generator, n: int, min_len: int, max_len: int,
+                   alphabet: int, slack: int,
                    spell: Callable[[int, list[int]], tuple[int, ...]]) -> list[tuple[int, ...]]:
     """n distinct words in the random order they were drawn. Draws come in bulk (2 × missing +
     ``slack`` at a time): a length in [min_len, max_len] and a row of max_len letters from
@@ -282,7 +285,8 @@ def pad_batch(seqs: Sequence[np.ndarray], pad_id: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def teacher_forced_predictions(model, examples: list[Example], pad_id: int, batch_size: int) -> list[np.ndarray]:
+def teacher_forced_predictions(model, examples: list[Example], pad_id: int,
+                               batch_size: int) -> list[np.ndarray]:
     """For each example, ``pred[i]`` = argmax token the model predicts at position i from tokens
     < i (``pred[0] = -1``). Teacher forcing with argmax equals greedy decoding of each answer
     token given the true prefix."""

@@ -63,7 +63,8 @@ class BrevoConfig(TaskConfig):
     n_min: int = 3
     max_parents: int = 4
     max_children: int = 4
-    query: str = "paper"  # paper: uniform over the last quarter | last: the last vertex (official script)
+    # paper: uniform over the last quarter | last: the last vertex (official script)
+    query: str = "paper"
     include_query: bool = False  # official script: the answer ends with q itself
     context: int = 1024
 
@@ -139,7 +140,8 @@ def ancestors(parents: dict[int, list[int]], q: int) -> set[int]:
     return seen
 
 
-def random_topological(rng: np.random.Generator, parents: dict[int, list[int]], keep: set[int]) -> list[int]:
+def random_topological(rng: np.random.Generator, parents: dict[int, list[int]],
+                       keep: set[int]) -> list[int]:
     """A topological order of ``keep`` (closed under parents), ties broken uniformly (Kahn)."""
     waiting = {v: len(parents[v]) for v in keep}
     children: dict[int, list[int]] = defaultdict(list)
@@ -250,9 +252,11 @@ class Brevo(Task):
         info = self._meta(dag, names, edges, q, anc, answer, start) if meta else {}
         return Example(np.asarray(tokens, np.int32), mask, info)
 
-    def _meta(self, dag: Dag, names, edges, q: int, anc: set[int], answer: list[int], start: int) -> dict:
+    def _meta(self, dag: Dag, names, edges, q: int, anc: set[int], answer: list[int],
+              start: int) -> dict:
         name = [self.vocab.decode(x) for x in names]
-        return {"n": len(dag.order), "edges": [[name[u], name[w]] for u, w in edges], "query": name[q],
+        return {"n": len(dag.order), "edges": [[name[u], name[w]] for u, w in edges],
+                "query": name[q],
                 "ancestors": sorted(name[u] for u in anc), "answer": [name[u] for u in answer],
                 "depth": source_distance(dag.parents, q), "answer_start": start,
                 "order": [name[u] for u in dag.order], "sources": dag.sources}
@@ -275,11 +279,13 @@ class Brevo(Task):
         return None if cur else names
 
     def judge(self, ex: Example, generated: list[int]) -> bool:
-        """Correct iff the generated names are the ancestor set, once each, topologically ordered."""
+        """Correct iff the generated names are the ancestor set, once each,
+        topologically ordered."""
         names = self.split_names(generated)
         if names is None:
             return False
-        expected = set(ex.meta["ancestors"]) | ({ex.meta["query"]} if self.cfg.include_query else set())
+        expected = set(ex.meta["ancestors"]) | ({ex.meta["query"]}
+                                                if self.cfg.include_query else set())
         parents: dict[str, list[str]] = defaultdict(list)
         for u, w in ex.meta["edges"]:
             parents[w].append(u)

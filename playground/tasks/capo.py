@@ -135,7 +135,8 @@ class Capo(Task):
         self.fields, self.templates = load_fields(), all_templates()
         super().__init__(cfg)
         v = self.vocab
-        lists = ("first", "middle", "last", "city", "university", "major", "company", "company_city")
+        lists = ("first", "middle", "last", "city", "university", "major", "company",
+                 "company_city")
         self._values = {k: [self._ids(x) for x in getattr(self.fields, k)] for k in lists}
         self._ext = {k: extensions(self._values[table]) for k, (_, table) in VALUE_OF.items()}
         self._parts = {k: [self._compile(t) for t in temps] for k, temps in self.templates.items()}
@@ -158,7 +159,8 @@ class Capo(Task):
         words.update(str(d) for d in range(1, DAYS + 1))
         words.update(str(FIRST_YEAR + y) for y in range(YEARS))
         for temps in self.templates.values():
-            words.update(w for t in temps for part in t.parts if isinstance(part, tuple) for w in part)
+            words.update(w for t in temps for part in t.parts
+                         if isinstance(part, tuple) for w in part)
         return Vocab(sorted(words))
 
     def _ids(self, text: str) -> tuple[int, ...]:
@@ -244,7 +246,8 @@ class Capo(Task):
             if j == 1:
                 spans["pronoun"] = [len(out), len(out) + 1]
             value = self._value(kind, p)
-            start = self._sentence(out, parts, name if j == 0 else [self._subject[gender]], value, gender)
+            start = self._sentence(out, parts, name if j == 0 else [self._subject[gender]],
+                                   value, gender)
             spans[kind] = [start, start + len(value)]
         return out, spans, list(zip(kinds, chosen))
 
@@ -276,7 +279,8 @@ class Capo(Task):
         ends = {e for k, (_, e) in ex.meta["spans"].items() if k != "work_city"}
         text = ""
         for i, t in enumerate(ex.tokens[1:].tolist(), start=1):
-            piece = ("[" if i in starts else "") + self.vocab.pieces[t] + ("]" if i + 1 in ends else "")
+            piece = (("[" if i in starts else "") + self.vocab.pieces[t]
+                     + ("]" if i + 1 in ends else ""))
             text += piece if not text or self.vocab.pieces[t] in GLUED else " " + piece
         return text
 
@@ -296,7 +300,8 @@ class Capo(Task):
         used = {self.vocab.bos, *self._subject, *(i for ids in self._pronoun.values() for i in ids)}
         used.update(i for parts in self._parts.values() for t in parts for p in t
                     if not isinstance(p, str) for i in p)
-        for col, table in (("first", "first"), ("middle", "middle"), ("last", "last"), *VALUE_OF.values()):
+        for col, table in (("first", "first"), ("middle", "middle"), ("last", "last"),
+                           *VALUE_OF.values()):
             used.update(i for j in np.unique(pop[col]).tolist() for i in v[table][j])
         used.update(self.vocab[m] for m in np.array(MONTHS)[np.unique(pop["month"])])
         used.update(self.vocab[str(d + 1)] for d in np.unique(pop["day"]).tolist())

@@ -118,7 +118,8 @@ def people(seed: int, idx: np.ndarray, fields: Fields) -> dict[str, np.ndarray]:
     idx = np.asarray(idx, np.int64)
     code = name_codes(seed, idx, fields.n_names)
     n_mid, n_last = len(fields.middle), len(fields.last)
-    out = {"first": code // (n_mid * n_last), "middle": code // n_last % n_mid, "last": code % n_last}
+    out = {"first": code // (n_mid * n_last), "middle": code // n_last % n_mid,
+           "last": code % n_last}
     for stream, (col, n) in enumerate(COLUMNS.items(), start=1):
         out[col] = _draw(seed, stream, idx, n or len(getattr(fields, col)))
     return out

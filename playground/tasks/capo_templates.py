@@ -265,7 +265,8 @@ def _prefix_problems(templates: list[Template]) -> list[str]:
                 if u is t or uw[: len(prefix)] != prefix or len(uw) <= len(prefix):
                     continue
                 if uw[len(prefix)] != "{X}" or u.kind != t.kind:
-                    problems.append(f"{t.text!r}: its value prefix continues differently in {u.text!r}")
+                    problems.append(f"{t.text!r}: "
+                                    f"its value prefix continues differently in {u.text!r}")
     return sorted(set(problems))
 
 

@@ -112,7 +112,8 @@ class Depo(Task):
         c, v = self.cfg, self.vocab
         inner, end = v["c0"], v["e0"]
         return distinct_words(rng, n, c.min_len, c.max_len, c.V, 8,
-                              lambda length, row: (*(inner + s for s in row[: length - 1]), end + row[-1]))
+                              lambda length, row: (*(inner + s for s in row[: length - 1]),
+                                                   end + row[-1]))
 
     def example(self, split: str, index: int, meta: bool = True) -> Example:
         c, v = self.cfg, self.vocab
@@ -140,7 +141,8 @@ class Depo(Task):
                 queries.append({"k": k, "query": v.decode(cycle[q]), "answer": v.decode(answer)})
         if not meta:
             return b.build({})
-        return b.build({"n": n, "cycle": [v.decode(w) for w in cycle], "queries": queries, "spans": spans})
+        return b.build({"n": n, "cycle": [v.decode(w) for w in cycle], "queries": queries,
+                        "spans": spans})
 
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         preds = teacher_forced_predictions(model, examples, self.vocab.pad, batch_size)
@@ -149,7 +151,8 @@ class Depo(Task):
         out["acc_at_K"] = out.get(f"acc_k{K}", float("nan"))
         if K >= 2:
             out["acc_at_K2"] = out.get(f"acc_k{K // 2}", float("nan"))
-        out["depth_reached"] = float(depth_reached([out.get(f"acc_k{k}", 0.0) for k in range(1, K + 1)]))
+        out["depth_reached"] = float(depth_reached([out.get(f"acc_k{k}", 0.0)
+                                                    for k in range(1, K + 1)]))
         return out
 
     def question_counts(self) -> dict[str, int]:

@@ -150,7 +150,8 @@ class Mano(Task):
         value = self._expr(u, ops, expr)
         tokens = [self._token(u, "<bos>"), self._token(u, f"<len_{ops}>"), *expr,
                   self._token(u, "<ans>"), self._values[value]]
-        mask = np.ones(len(tokens), bool) if c.loss == "all" else np.arange(len(tokens)) >= len(tokens) - 2
+        mask = (np.ones(len(tokens), bool) if c.loss == "all"
+                else np.arange(len(tokens)) >= len(tokens) - 2)
         end = len(tokens)
         info = {"l": ops, "value": value, "expression": self.vocab.decode(expr), "split": split,
                 "spans": [{"start": end - 1, "end": end, "l": ops}]} if meta else {}
@@ -159,7 +160,8 @@ class Mano(Task):
     def eval_examples(self) -> list[Example]:
         """The eval set (l = L), then the stratified diagnostic set (module docstring)."""
         size = self.cfg.eval_size
-        return [self.example("eval", i) for i in range(size)] + [self.example(DIAGNOSTIC, i) for i in range(size)]
+        return ([self.example("eval", i) for i in range(size)]
+                + [self.example(DIAGNOSTIC, i) for i in range(size)])
 
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
         """``acc`` on the examples of the eval set; ``acc_l{l}`` and ``acc_all_l`` on those of
@@ -172,15 +174,18 @@ class Mano(Task):
         out = {"acc": span_accuracy(*zip(*main), "l")["acc"] if main else float("nan")}
         if diag:
             per_l = span_accuracy(*zip(*diag), "l")
-            out.update({k: v for k, v in per_l.items() if k.startswith("acc_l")}, acc_all_l=per_l["acc"])
+            out.update({k: v for k, v in per_l.items() if k.startswith("acc_l")},
+                       acc_all_l=per_l["acc"])
         return out
 
     def question_counts(self) -> dict[str, int]:
-        """``acc``: the eval set's expressions; ``acc_l<l>`` / ``acc_all_l``: the diagnostic set's."""
+        """``acc``: the eval set's expressions; ``acc_l<l>`` / ``acc_all_l``:
+        the diagnostic set's."""
         examples = self.eval_examples()
         main = [ex for ex in examples if ex.meta["split"] != DIAGNOSTIC]
         diag = span_counts([ex for ex in examples if ex.meta["split"] == DIAGNOSTIC], "l")
-        return {"acc": span_counts(main, "l").get("acc", 0), "acc_all_l": diag.pop("acc", 0), **diag}
+        return {"acc": span_counts(main, "l").get("acc", 0),
+                "acc_all_l": diag.pop("acc", 0), **diag}
 
     def chance(self, metric: str) -> float | None:
         """1/23 for an accuracy: the answer is a residue mod 23."""

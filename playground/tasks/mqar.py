@@ -81,8 +81,8 @@ class MqarConfig(TaskConfig):
               self.delimiter, "true when keys vary in length (otherwise keys are ambiguous)")
         check(self.filler_gaps in GAPS, "task.filler_gaps", self.filler_gaps, f"one of {GAPS}")
         check(self.filler_rate >= 0, "task.filler_rate", self.filler_rate, "a number >= 0")
-        check_word_supply(max(self.pairs), "task.pairs", self.pairs, self.key_vocab, self.min_key_len,
-                          self.max_key_len, "keys", "key_vocab and key lengths")
+        check_word_supply(max(self.pairs), "task.pairs", self.pairs, self.key_vocab,
+                          self.min_key_len, self.max_key_len, "keys", "key_vocab and key lengths")
         for n, length in zip(self.pairs, self.lengths):
             need = 1 + 2 * n * (self.max_key_len + int(self.delimiter) + 1)
             check(length == 0 or length >= need, "task.lengths", self.lengths,
@@ -118,7 +118,8 @@ class Mqar(Task):
 
     def max_length(self) -> int:
         c = self.cfg
-        return max(length or 1 + 2 * n * (c.max_key_len + int(c.delimiter) + 1) + self._filler_cap(n)
+        return max(length
+                   or 1 + 2 * n * (c.max_key_len + int(c.delimiter) + 1) + self._filler_cap(n)
                    for n, length in zip(c.pairs, c.lengths))
 
     def _keys(self, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
@@ -133,7 +134,8 @@ class Mqar(Task):
         open_gaps = np.arange(1, 2 * n) >= (n if c.filler_gaps == "queries" else 1)
         counts = np.zeros(2 * n - 1, dtype=np.int64)
         if length:
-            counts[open_gaps] = rng.multinomial(length - used, [1 / open_gaps.sum()] * open_gaps.sum())
+            counts[open_gaps] = rng.multinomial(length - used,
+                                                [1 / open_gaps.sum()] * open_gaps.sum())
         elif c.filler_rate:
             counts[open_gaps] = rng.poisson(c.filler_rate, size=int(open_gaps.sum()))
             while counts.sum() > self._filler_cap(n):
@@ -145,7 +147,8 @@ class Mqar(Task):
         if split == "train" and c.train_examples:
             index %= c.train_examples
         rng = rng_for(c.seed, split, index)
-        setting = int(rng.integers(len(c.pairs))) if split == "train" else c.eval_setting % len(c.pairs)
+        setting = (int(rng.integers(len(c.pairs))) if split == "train"
+                   else c.eval_setting % len(c.pairs))
         n, length = c.pairs[setting], c.lengths[setting]
         keys, values = self._keys(rng, n), rng.integers(0, c.value_vocab, size=n).tolist()
         order = rng.permutation(n).tolist() + rng.permutation(n).tolist()
@@ -165,7 +168,8 @@ class Mqar(Task):
         mask[[t for t, _ in targets]] = True
         info = {"pairs": [{"key": v.decode(k), "value": f"val{x}"} for k, x in zip(keys, values)],
                 "setting": setting,
-                "spans": [{"start": t, "end": t + 1, "key_len": kl} for t, kl in targets]} if meta else {}
+                "spans": [{"start": t, "end": t + 1, "key_len": kl}
+                          for t, kl in targets]} if meta else {}
         return Example(np.asarray(tokens, np.int32), mask, info)
 
     def evaluate(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, float]:
