@@ -65,6 +65,7 @@ def test_reverse_answers_recomputed(env):
         assert pieces[a + 1 : -1] == pieces[1:a][::-1] and pieces[-1] == "<eos>"
 
 
+@pytest.mark.slow
 def test_trains_and_evaluates_end_to_end(env, tmp_path):
     run_dir = tmp_path / "run"
     train = subprocess.run(
@@ -87,6 +88,7 @@ def test_trains_and_evaluates_end_to_end(env, tmp_path):
     assert runs.read_json(run_dir / "eval.json")["metrics"] == summary["metrics"]
 
 
+@pytest.mark.slow
 def test_without_the_package_the_task_is_unknown(tmp_path):
     out = subprocess.run([sys.executable, "-m", "playground.run.train", "task=reverse",
                           "wandb.mode=disabled",

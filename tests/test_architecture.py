@@ -110,6 +110,7 @@ def test_wheel_ships_conf_sweeps_and_every_module(tmp_path):
     assert "[playground.tasks]" in text and "[playground.mixers]" in text
 
 
+@pytest.mark.slow
 def test_commands_work_from_any_directory(tmp_path):
     out = subprocess.run(["playground-sweep", "mqar", "scale=cpu", "dry_run=true"], cwd=tmp_path,
                          capture_output=True, text=True)

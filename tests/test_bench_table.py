@@ -19,6 +19,7 @@ def tiny_column(monkeypatch):
     monkeypatch.setitem(measure.TABLE_COLUMNS, "tiny", TINY)
 
 
+@pytest.mark.slow
 def test_table_measures_each_cell_with_its_ratios_and_resumes(tiny_column, tmp_path,
                                                               monkeypatch, capsys):
     """Each cell in a process of its own (the cell's overrides carry the tiny column there)."""
@@ -83,6 +84,7 @@ def test_table_refuses_bad_input_before_measuring(tiny_column, monkeypatch, caps
     assert key in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_copies_train_together_and_their_throughputs_add_up(tmp_path):
     """``playground-bench train copies=1,2``: the config alone, then two processes training it at
     once (spawned, timed from a shared barrier); the second figure is the copies' total. With the

@@ -18,6 +18,7 @@ PAIRED = {("model", "mamba2"): ["mixer=mamba2", "canon=none"],
           ("model", "mamba2_mlp"): ["mixer=mamba2"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group,name", PRESETS)
 def test_preset_composes(group, name):
     cfg = to_objects(compose([f"{group}={name}", *PAIRED.get((group, name), [])]))

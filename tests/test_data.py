@@ -136,6 +136,7 @@ print(hashlib.sha256(w.tobytes()).hexdigest())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("packing", PACKINGS)
 def test_stream_byte_identical_across_processes(packing):
     digests = {

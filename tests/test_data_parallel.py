@@ -92,6 +92,7 @@ def run_ranks(tmp_path: Path, size: int) -> list[dict]:
     return [pickle.loads(out.read_bytes()) for out in outs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [2, 4])
 def test_rank_slices_are_the_one_process_batches(tmp_path, reference, size):
     """Concatenated over the ranks, the slices are the world-size-1 batches byte for byte (every

@@ -20,6 +20,7 @@ def losses(out):
             if r["split"] == "train"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("micro", ["0", "2"])
 def test_two_processes_match_one(tmp_path, micro):
     one, two = tmp_path / "one", tmp_path / "two"
@@ -39,6 +40,7 @@ def test_two_processes_match_one(tmp_path, micro):
     assert len(runs.checkpoint_paths(two / "checkpoints")) == 2
 
 
+@pytest.mark.slow
 def test_batch_not_divisible_by_world_size_is_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                            "--nproc_per_node=2", "-m", "playground.run.train", *ARGS,

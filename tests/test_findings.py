@@ -215,6 +215,7 @@ def test_the_probe_rows_are_fig7s_mini_rows():
         assert row in fig7["rows"], row
 
 
+@pytest.mark.slow
 def test_needed_runs_are_the_unfinished_runs_of_each_side(tmp_path):
     """A finding over fig7's mini Mano cell: runs whose summary is finished under root are not
     needed again; the rest are, each once, with the fig7 recipe."""

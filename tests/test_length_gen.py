@@ -35,6 +35,7 @@ BACKBONES = {  # backbone -> (its overrides without Canon, with Canon-ABCD)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("canon", [False, True], ids=["plain", "canon"])
 @pytest.mark.parametrize("backbone", sorted(BACKBONES))
 def test_every_backbone_evaluates_beyond_its_training_context(backbone, canon, make_cfg, tmp_path,

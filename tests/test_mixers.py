@@ -593,6 +593,7 @@ TINY_RUN = ["task.N=8", "task.V=8", "task.context=96", "task.eval_size=32", "siz
             "train.eval_every=0"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backbone", [
     ["mixer=gla", "canon=none"],
     ["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.chunk=16"],

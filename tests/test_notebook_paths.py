@@ -53,6 +53,7 @@ def execute_first_cells(results: str, tmp_path: Path):
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
+@pytest.mark.slow
 def test_a_path_relative_to_the_repository_root_is_found(tmp_path):
     outputs = execute_first_cells("tests/fixtures/results/fig7_cpu", tmp_path)
     assert not [o for o in outputs if o.output_type == "error"]
@@ -60,6 +61,7 @@ def test_a_path_relative_to_the_repository_root_is_found(tmp_path):
                for o in outputs)
 
 
+@pytest.mark.slow
 def test_no_runs_found_is_said(tmp_path):
     outputs = execute_first_cells(str(tmp_path), tmp_path)
     errors = [o for o in outputs if o.output_type == "error"]

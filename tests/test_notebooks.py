@@ -17,6 +17,7 @@ def test_notebook_is_stored_without_outputs():
                if c.cell_type == "code")
 
 
+@pytest.mark.slow
 def test_notebook_executes_on_the_fixture(monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from playground.report import plots
@@ -142,6 +143,7 @@ def test_versus_paper_differences_only_cells_of_the_same_difficulty():
     assert len(colorbars(fig)) == 2
 
 
+@pytest.mark.slow
 def test_versus_paper_with_no_matching_run_draws_nothing(tmp_path, capsys):
     assert plots.versus_figure(versus(["L=3"], ["L=10"]).assign(status="missing"), "none") is None
     main(["heatmap", str(FIXTURES / "mixed_cpu"), "vs_paper=7", f"out={tmp_path}"])

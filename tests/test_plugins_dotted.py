@@ -123,6 +123,7 @@ def console_script() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "playground.run.train"]
 
 
+@pytest.mark.slow
 def test_trains_resumes_and_evaluates_from_the_checkout(checkout):
     out = checkout / "run"
     args = [*console_script(), "task=my_pkg.my_task:ShortDepo",

@@ -74,6 +74,7 @@ def wait_for_step(out: Path, step: int, proc: subprocess.Popen) -> None:
     raise AssertionError(f"run ended or stalled before step {step}")
 
 
+@pytest.mark.slow
 def test_the_loss_tolerance_still_sees_a_subtly_different_run(tmp_path, reference):
     """The negative control of ``LOSS_REL``: Adam's epsilon 10 % larger (1.1e-6) — a smaller change
     to the optimizer than a faulty resume makes (lost moments, another data order) — moves the
@@ -83,6 +84,7 @@ def test_the_loss_tolerance_still_sees_a_subtly_different_run(tmp_path, referenc
     assert not losses_match(records(out), reference)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_at", [2, 17, 38])
 def test_kill9_anywhere_then_resume_is_exact(tmp_path, reference, kill_at):
     out = tmp_path / "run"
@@ -95,6 +97,7 @@ def test_kill9_anywhere_then_resume_is_exact(tmp_path, reference, kill_at):
     assert runs.read_json(out / "summary.json")["status"] == "finished"
 
 
+@pytest.mark.slow
 def test_kill_during_checkpoint_write_is_harmless(tmp_path, reference):
     """The two windows of a checkpoint write: a partial temp file, and a renamed file whose
     checksum sidecar was not yet written. Neither counts; the run resumes exactly."""
@@ -112,6 +115,7 @@ def test_kill_during_checkpoint_write_is_harmless(tmp_path, reference):
     assert_same_run(records(out), reference)
 
 
+@pytest.mark.slow
 def test_corrupt_latest_checkpoint_falls_back(tmp_path, reference):
     out = tmp_path / "run"
     proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -128,6 +132,7 @@ def test_corrupt_latest_checkpoint_falls_back(tmp_path, reference):
     assert_same_run(records(out), reference)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_stop_signal_checkpoints_and_marks_resumable(tmp_path, reference, signum):
     """SIGTERM (preemption), SIGINT (Ctrl-C) and SIGHUP (a closed terminal): the step ends, a
@@ -146,6 +151,7 @@ def test_a_stop_signal_checkpoints_and_marks_resumable(tmp_path, reference, sign
     assert_same_run(records(out), reference)
 
 
+@pytest.mark.slow
 def test_sweep_isolates_crash_divergence_and_invalid_points(tmp_path):
     """Four sweep points: fine, crashes (a Canon kernel that needs CUDA, on CPU), diverges (absurd
     lr), invalid."""
@@ -226,6 +232,7 @@ def test_all_problems_reported_at_once():
             and all(k in text for k in ("model.canon.kernel", "train.schedule", "wandb.mode")))
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_a_run_is_refused_naming_the_first(tmp_path):
     """One writer per run directory: while a process holds it (here this test, through the same
     lock a run takes), `playground-train` into it exits at once with status 2, names the holder and
@@ -246,6 +253,7 @@ def test_a_second_writer_of_a_run_is_refused_naming_the_first(tmp_path):
     assert not (out / runs.WRITER).exists()
 
 
+@pytest.mark.slow
 def test_eval_refuses_a_config_edited_after_the_run(tmp_path, capsys):
     """playground-eval checks config.yaml against the config hash of summary.json, as the reports
     do: a changed task.seed (another eval set) is refused naming the file, nothing is written."""
@@ -277,6 +285,7 @@ def test_a_damaged_metrics_line_is_reported_by_file_and_line(tmp_path):
         log.records()
 
 
+@pytest.mark.slow
 def test_damaged_summary_or_config_is_named_and_a_report_skips_it(tmp_path, capsys):
     """A damaged summary.json or config.yaml: the resume names the file and how to recover (no
     traceback); a report over a good and a damaged run reports the good one and names the bad one
@@ -303,6 +312,7 @@ def test_damaged_summary_or_config_is_named_and_a_report_skips_it(tmp_path, caps
             and "Traceback" not in again.stderr)
 
 
+@pytest.mark.slow
 def test_the_files_a_killed_run_leaves_are_cleaned_on_its_next_start(tmp_path):
     """Temp files of atomic writes, a checkpoint's temp file and a checkpoint without its sidecar
     (what a SIGKILL at the wrong moment leaves) are removed when the run starts again; complete
@@ -323,6 +333,7 @@ def test_the_files_a_killed_run_leaves_are_cleaned_on_its_next_start(tmp_path):
     assert "removed 4 file(s)" in done.stdout and not any(p.exists() for p in stale)
 
 
+@pytest.mark.slow
 def test_divergence_is_one_line_not_a_traceback(tmp_path):
     """train.lr=1e3: the run is recorded diverged and the user reads one line saying where and
     why, with exit status 1."""
@@ -335,6 +346,7 @@ def test_divergence_is_one_line_not_a_traceback(tmp_path):
     assert runs.read_json(out / "summary.json")["status"] == "diverged"
 
 
+@pytest.mark.slow
 def test_eval_falls_back_past_a_corrupt_latest_checkpoint(tmp_path):
     """playground-eval, like training's resume, skips a latest checkpoint that fails its checksum,
     says so, and evaluates the previous intact one."""
@@ -349,6 +361,7 @@ def test_eval_falls_back_past_a_corrupt_latest_checkpoint(tmp_path):
     assert json.loads((out / "eval.json").read_text())["checkpoint"] == str(older)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [
     [sys.executable, "-m", "playground.run.train", *TINY, "train.steps=3",
      "out_dir=/proc/playground/run"],

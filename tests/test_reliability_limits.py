@@ -188,6 +188,7 @@ DISK_FULL_DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_the_run_failed_in_one_line(tmp_path):
     """The disk fills at the first checkpoint and stays full: the run ends with exit 1 and one
     line naming the run, the cause and the file; summary.json says failed: no space left on
@@ -231,6 +232,7 @@ def sweep_file(tmp_path: Path, name: str, variants: dict[str, str], steps: int) 
     return [sys.executable, "-m", "playground.sweep.cli", str(path), "scale=cpu"]
 
 
+@pytest.mark.slow
 def test_a_variant_that_does_not_compose_is_recorded_and_the_rest_runs(tmp_path):
     """launcher=basic, one variant with a misspelt key: that run is not launched, and says so in
     one line (its variant and the key) and in .logs/not_launched.json; the other variant's
@@ -256,6 +258,7 @@ def test_a_variant_that_does_not_compose_is_recorded_and_the_rest_runs(tmp_path)
     assert "finished" in first.read_text()
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_recorded_interrupted_and_each_attempt_keeps_its_log(tmp_path):
     """launcher=local: the run's process is killed with SIGKILL mid-run. The launcher records it
     interrupted (summary.json said running; its lock is free), naming the signal and the log; the

@@ -36,6 +36,7 @@ def test_golden_covers_every_folder():
     assert {p.name for p in GOLDEN.iterdir() if p.is_dir()} == set(CALLS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_report_output_is_byte_identical(name, tmp_path):
     command, results, *options = CALLS[name]

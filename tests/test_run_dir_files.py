@@ -91,6 +91,7 @@ def test_a_checkpoint_of_another_config_is_refused_in_a_run_dir(run_dir, tmp_pat
         evaluate_run(out, checkpoint=str(other), device="cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["basic", "joblib"])
 def test_each_multirun_job_has_its_own_train_log(tmp_path, launcher):
     """In this process (basic) or in a launcher's worker processes (joblib, 2 at once)."""

@@ -59,6 +59,7 @@ def test_site_from_the_fixture(built):
             .startswith("<?xml"))
 
 
+@pytest.mark.slow
 def test_every_file_is_written_atomically(tmp_path, monkeypatch):
     written = []
     real = site.atomic_write

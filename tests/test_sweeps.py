@@ -68,6 +68,7 @@ def test_every_sweep_file_expands_at_every_scale():
                                         for r in sweep.runs())
 
 
+@pytest.mark.slow
 def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -140,6 +141,7 @@ def test_failed_runs_are_shown_as_failed(tmp_path):
             and pd.isna(cell["value"]))
 
 
+@pytest.mark.slow
 def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     """``metric=``: cells hold that metric, the lowest value wins for a loss (the highest for an
     accuracy); a cell whose runs are all still running is 'pending', not 'failed'."""
@@ -187,6 +189,7 @@ def test_report_panel_filter_and_per_depth_curves(tmp_path, capsys):
             == [["l=1", "l=2"], ["depth 1", "depth 2"]])
 
 
+@pytest.mark.slow
 def test_report_figures_are_byte_identical(tmp_path):
     from playground.report.cli import main
 
@@ -197,6 +200,7 @@ def test_report_figures_are_byte_identical(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
+@pytest.mark.slow
 def test_report_refuses_tampered_runs(tmp_path, capsys):
     from playground.report.cli import main
 
@@ -209,6 +213,7 @@ def test_report_refuses_tampered_runs(tmp_path, capsys):
     assert f"refused: {victim}" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_slurm_launcher_dry_run(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     out = subprocess.run([*SWEEP[:4], "scale=cpu", "panels=depo1_K8", "variants=llama_rope",
@@ -249,6 +254,7 @@ def test_extra_argument_wins_over_a_rows_recipe_and_may_not_name_a_variants_key(
             load_sweep(path, "mini", extra=[bad])
 
 
+@pytest.mark.slow
 def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
     """root=DIR: every run's out_dir is DIR/<name>_<scale>/<run>; a finished run there (a record
     kept in the repository, without checkpoints) is skipped, not trained again."""
@@ -276,6 +282,7 @@ def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
             if "playground-train" in line].count("  done ") == 2
 
 
+@pytest.mark.slow
 def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     """per_gpu=2 runs both runs at once; SIGTERM to the sweep alone reaches every run, which
     checkpoints as preempted (resumable)."""
@@ -296,6 +303,7 @@ def test_local_launcher_shares_a_device_and_stops_runs_resumably(tmp_path):
     assert all(list((root / name / "checkpoints").glob("*")) for name in states)
 
 
+@pytest.mark.slow
 def test_local_launcher_starts_the_costliest_runs_first():
     """fig7's Lano panel: the 12L768D runs at context 1536 first, the 8L512D cfg3f runs last; runs
     of equal cost keep the sweep's order."""

@@ -47,6 +47,7 @@ def test_data_cli_show_and_dump(preset, tmp_path, capsys):
 
 
 # one preset of every task family
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", sorted({*TINY.values(), "cfg3f"}))
 def test_data_cli_windows_are_the_training_windows(preset, tmp_path, capsys):
     """``dump windows=N`` writes the loader's first windows byte for byte (ids, the loss mask
@@ -77,6 +78,7 @@ def test_data_cli_windows_are_the_training_windows(preset, tmp_path, capsys):
     assert shown.startswith("# window 2 (") and shown.count("# window") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(TINY))
 def test_tiny_run_learns(family, make_cfg, tmp_path):
     run(make_cfg(f"task={TINY[family]}", "size=2L64D", "train.steps=40", "train.batch_size=8",

@@ -57,6 +57,7 @@ def test_finished_run_is_skipped_and_changed_config_refused(make_cfg):
         run(make_cfg(*TINY, "train.steps=3", "task.V=9"))
 
 
+@pytest.mark.slow
 def test_deterministic_kernels_run_everything_and_change_nothing_on_cpu(tmp_path):
     """train.deterministic=true trains and evaluates under PyTorch's deterministic-only mode (an op
     without a deterministic kernel would raise), records it, and on CPU logs exactly the losses
@@ -111,6 +112,7 @@ def test_lr_schedules():
     assert lin.warmup_steps == 0 and lr_at(1, lin) == 0.99 and lr_at(100, lin) == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override,key", [("task.NN=3", "task.NN"), ("train.lr=fast", "train.lr"),
                                           ("model.canon.positions=AX", "model.canon.positions"),
                                           ("train.micro_batch_size=5", "train.micro_batch_size"),
@@ -130,6 +132,7 @@ def test_bad_config_fails_at_start_naming_the_key(tmp_path, override, key):
     assert not (out / "metrics.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_compiling_each_block_alone_gives_the_model_s_outputs_and_one_shared_graph():
     """train.compile_scope=blocks: every block compiled in place, the model around them eager;
     the blocks are alike, so dynamo traces one graph for all of them (CPU, inductor)."""

@@ -145,6 +145,7 @@ def train(out: Path, env: dict[str, str], *extra: str) -> None:
     assert runs.read_json(out / "summary.json")["status"] == "finished"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env,extra,mirrored", [
     ({"WANDB_MODE": "disabled"}, [], False),  # (a)
     ({"WANDB_MODE": "offline"}, [], True),  # (b)
