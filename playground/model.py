@@ -102,7 +102,8 @@ class LM(nn.Module):
         return Cache(capacity)
 
     def forward(self, ids: torch.Tensor, cache: Cache | None = None,
-                valid: torch.Tensor | None = None, segments: torch.Tensor | None = None) -> torch.Tensor:
+                valid: torch.Tensor | None = None,
+                segments: torch.Tensor | None = None) -> torch.Tensor:
         """ids: [B, T] → logits [B, T, V] (float32). ``cache`` continues a decoding;
         ``valid`` [B, T] marks real tokens (False at padding, e.g. left-padded prompts);
         ``segments`` [B, T] keeps packed examples apart (``data.isolate_examples``)."""
@@ -197,7 +198,8 @@ def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequen
     return out  # type: ignore[return-value]
 
 
-def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int,
+              device) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     valid = torch.zeros(len(prompts), width, dtype=torch.bool)

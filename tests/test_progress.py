@@ -32,8 +32,9 @@ def printed(tmp_path_factory):
     """A tiny run with progress on and standard output a pipe (not a terminal): its output
     and its run directory."""
     out = tmp_path_factory.mktemp("run") / "run"
-    proc = subprocess.run([sys.executable, "-m", "playground.run.train", *TINY, "train.progress=true",
-                           f"out_dir={out}"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "playground.run.train", *TINY,
+                           "train.progress=true", f"out_dir={out}"],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout, out
 
@@ -73,7 +74,8 @@ def test_progress_lines_off_a_terminal_carry_elapsed_and_eta(printed):
 def test_duration_and_count_texts():
     assert [duration_text(s) for s in (0, 0.44, 9.96, 59.4, 61, 3599, 3600, 86399, 90000)] == [
         "0.0s", "0.4s", "10s", "59s", "1m01s", "59m59s", "1h00m", "23h59m", "1d01h"]
-    assert [count_text(n) for n in (950, 12_345, 2_457_600, 1.5e9)] == ["950", "12.3k", "2.46M", "1.5G"]
+    assert [count_text(n) for n in (950, 12_345, 2_457_600, 1.5e9)] == [
+        "950", "12.3k", "2.46M", "1.5G"]
 
 
 @pytest.mark.parametrize("steps, every, step, left", [
@@ -128,7 +130,8 @@ def test_eval_progress_off_a_terminal_prints_a_line_per_tenth_after_the_quiet_ti
         now[0] = done * 0.1  # 0.1 s a step: quiet until step 50
         tick(done)
     lines = capsys.readouterr().out.splitlines()
-    assert [re.search(r"(\d+)%", x).group(1) for x in lines] == ["25", *map(str, range(30, 101, 10))]
+    assert [re.search(r"(\d+)%", x).group(1) for x in lines] == [
+        "25", *map(str, range(30, 101, 10))]
     assert lines[0] == ("[eval step 7] generating: 25% (50/200 decoding steps), elapsed 5.0s, "
                         "eta 15s")
     assert lines[-1].endswith("elapsed 20s, eta 0.0s")
@@ -153,7 +156,8 @@ def test_a_run_too_big_for_a_cpu_is_warned_of_with_its_estimate():
     cfg = to_objects(compose(["size=12L768D", "train.device=cpu", "train.steps=300"]))
     vocab = 40
     c = cost(cfg, parameter_count(cfg, vocab), torch.device("cpu"))
-    assert c.checkpoint == c.params * 12 > 1e9 and c.tokens == cfg.train.batch_size * cfg.task.context
+    assert (c.checkpoint == c.params * 12 > 1e9
+            and c.tokens == cfg.train.batch_size * cfg.task.context)
     assert c.step_s == pytest.approx(6 * c.params * c.tokens / 5e10)
     assert c.run_s == pytest.approx(300 * c.step_s) and c.run_s > 3600
     warning = check_cost(cfg, vocab)

@@ -50,7 +50,8 @@ def parse_scales(text: str) -> list[float]:
     except ValueError:
         scales = []
     if not scales or any(not s > 0 for s in scales):  # not s > 0: NaN too
-        raise ConfigError(f"eval.length_scales={text!r} is invalid: expected numbers > 0, e.g. 1,2,4")
+        raise ConfigError(f"eval.length_scales={text!r} is invalid: expected numbers > 0, "
+                          "e.g. 1,2,4")
     return scales
 
 
@@ -103,9 +104,9 @@ def _load(run_dir: Path, checkpoint: str, eval_size: int):
     container = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
     summary = run_dir / "summary.json"
     if summary.exists() and runs.hash_mismatch(runs.read_json(summary), container):
-        raise ConfigError(f"{run_dir / 'config.yaml'} does not match the config hash in {summary}: it was "
-                          "changed after the run; restore it (its checkpoints hold the weights of the "
-                          "recorded config)")
+        raise ConfigError(f"{run_dir / 'config.yaml'} does not match the config hash in {summary}: "
+                          "it was changed after the run; restore it (its checkpoints hold the "
+                          "weights of the recorded config)")
     cfg = _sized(from_container(container), eval_size)
     if checkpoint:
         if not Path(checkpoint).exists():
@@ -200,8 +201,8 @@ def cmd_eval(args: Args) -> None:
         print(f"wrote {out}")
         return
     try:
-        result = evaluate_run(run_dir, args["checkpoint"], args.int("eval_size"), args.int("batch_size", 1),
-                              args["device"])
+        result = evaluate_run(run_dir, args["checkpoint"], args.int("eval_size"),
+                              args.int("batch_size", 1), args["device"])
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
     for key, value in result["metrics"].items():
@@ -222,7 +223,8 @@ COMMAND = Command(
      "out": ("", "the file to write (default: RUN_DIR/eval.json, or RUN_DIR/length_gen.csv)")},
     ("RUN_DIR",), examples=("playground-eval results/default/<run>",
                             "playground-eval results/default/<run>/checkpoints/step_00000300.pt",
-                            "playground-eval results/default/<run> eval_size=2000 device=cpu out=eval.json",
+                            "playground-eval results/default/<run> eval_size=2000 device=cpu "
+                            "out=eval.json",
                             "playground-eval results/default/<run> eval.length_scales=1,2,4"))
 
 

@@ -60,7 +60,8 @@ class Preempted(RuntimeError):
     """A preemption signal arrived; a checkpoint was written and the run can resume."""
 
     def __init__(self, signum: int):
-        super().__init__(f"stopped by signal {signal.Signals(signum).name}; checkpoint written, resumable")
+        super().__init__(f"stopped by signal {signal.Signals(signum).name}; checkpoint written, "
+                         "resumable")
         self.signum = signum
 
 
@@ -128,7 +129,8 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     rank, size, _ = world()
     share = t.batch_size // size
     micro = min(t.micro_batch_size or share, share)
-    n_targets = mask[:, 1:].sum().clamp(min=1).to(device)  # over the global batch: same on all ranks
+    # over the global batch: same on all ranks
+    n_targets = mask[:, 1:].sum().clamp(min=1).to(device)
     total = torch.zeros((), device=device)
     starts = range(rank * share, (rank + 1) * share, micro)
     for lo in starts:
@@ -179,9 +181,11 @@ class Trainer:
         size = world()[1]
         if size > 1:
             t = cfg.train
-            if t.batch_size % size or (t.micro_batch_size and (t.batch_size // size) % t.micro_batch_size):
-                raise ConfigError(f"train.batch_size={t.batch_size} is invalid: expected a multiple of the "
-                                  f"world size {size} (times train.micro_batch_size when set)")
+            if t.batch_size % size or (t.micro_batch_size
+                                       and (t.batch_size // size) % t.micro_batch_size):
+                raise ConfigError(f"train.batch_size={t.batch_size} is invalid: expected a "
+                                  f"multiple of the world size {size} "
+                                  "(times train.micro_batch_size when set)")
             # the only buffers (rotary frequencies) are the same constants on every rank: no
             # broadcast before each forward
             model = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
@@ -189,7 +193,8 @@ class Trainer:
             if cfg.train.compile:
                 # one graph, the gradients' all-reduce after the backward, instead of a graph split
                 # at each DDP bucket: 0.82-0.90 M tokens/s instead of 0.70-0.76 M on 2 H200s (Depo1
-                # mini, 8L512D; docs/PERFORMANCE.md), where the all-reduce takes 0.5 ms of a ~40 ms step
+                # mini, 8L512D; docs/PERFORMANCE.md), where the all-reduce takes 0.5 ms of a
+                # ~40 ms step
                 torch._dynamo.config.optimize_ddp = False
         return compiled(model, cfg.train)
 
@@ -199,8 +204,9 @@ class Trainer:
         rng = {"cpu": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        return {"step": self.step, "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
-                "data": batches.state_dict(), "loss_acc": self.loss_acc.cpu(), "good_acc": self.good_acc.cpu(),
+        return {"step": self.step, "model": self.model.state_dict(),
+                "optimizer": self.opt.state_dict(), "data": batches.state_dict(),
+                "loss_acc": self.loss_acc.cpu(), "good_acc": self.good_acc.cpu(),
                 "bad_total": self.bad_total.cpu(), "tokens_seen": self.tokens_seen,
                 "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng,
                 "config": self.config}
@@ -267,8 +273,8 @@ class Trainer:
 
     def _after_preemption_checkpoint(self) -> None:
         previous = getattr(self, "_previous", {}).get(self._signal)
-        if callable(previous) and previous is not signal.default_int_handler:  # e.g. submitit's requeue
-            previous(self._signal, None)
+        if callable(previous) and previous is not signal.default_int_handler:
+            previous(self._signal, None)  # e.g. submitit's requeue
         raise Preempted(self._signal)
 
     # -- the loop ------------------------------------------------------------------------------
@@ -295,11 +301,12 @@ class Trainer:
         shard = shard_size(self.task, self.cfg.data.shard_examples)
         exchange = ShardExchange.join(*world()[:2])  # data parallel: ranks share the shards
         batches = Batches(self.task, t.batch_size, shard, self.workers, self.cfg.data.prefetch,
-                          state=self.data_state, ignore_signals=PREEMPT_SIGNALS, packing=self.cfg.data.packing,
-                          exchange=exchange)
+                          state=self.data_state, ignore_signals=PREEMPT_SIGNALS,
+                          packing=self.cfg.data.packing, exchange=exchange)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
-                   disable=not (t.progress and sys.stdout.isatty() and self.main), dynamic_ncols=True)
+                   disable=not (t.progress and sys.stdout.isatty() and self.main),
+                   dynamic_ncols=True)
         if resumed:
             tqdm.write(f"resumed from step {self.step}", file=sys.stdout)
         self._tic, self._mark = time.perf_counter(), (self.tokens_seen, self.train_time)
@@ -317,7 +324,8 @@ class Trainer:
             group["lr"] = lr_at(self.step, t)
         batch = next(batches)
         segments = batch.segments if self.cfg.data.isolate_examples else None
-        loss, bad = train_step(self.step_fn, self.opt, batch.tokens, batch.mask, segments, t, self.device)
+        loss, bad = train_step(self.step_fn, self.opt, batch.tokens, batch.mask, segments, t,
+                               self.device)
         self.loss_acc += torch.where(bad, 0.0, loss)
         self.good_acc += (~bad).float()
         self.bad_total += bad.float()
@@ -357,7 +365,8 @@ class Trainer:
             raise Diverged(f"non-finite loss or gradient at a step in ({self.step - t.log_every}, "
                            f"{self.step}] (train.on_nonfinite=stop)")
         if total > t.max_skipped:
-            raise Diverged(f"{total} non-finite steps skipped, more than train.max_skipped={t.max_skipped}")
+            raise Diverged(f"{total} non-finite steps skipped, more than "
+                           f"train.max_skipped={t.max_skipped}")
         return new
 
     def log_train(self, bar, mirror) -> None:
@@ -373,8 +382,8 @@ class Trainer:
         self._mark = (self.tokens_seen, self.train_time)
         tok_s = tokens / max(seconds, 1e-9)  # since the previous log line
         record = {"step": self.step, "split": "train", "loss": loss, "lr": lr_at(self.step, t),
-                  "tokens": self.tokens_seen, "tokens_per_s": tok_s, "train_time_s": self.train_time,
-                  "skipped_steps": self.skipped}
+                  "tokens": self.tokens_seen, "tokens_per_s": tok_s,
+                  "train_time_s": self.train_time, "skipped_steps": self.skipped}
         if self.main:
             self.log.append(record)
         mirror.log({f"train/{k}": v for k, v in record.items() if k != "split"}, self.step)

@@ -105,7 +105,8 @@ class _Tee:
 
 
 class RunLog:
-    """``with RunLog() as log:`` tees what the block prints; ``log.attach(path)`` starts the file."""
+    """``with RunLog() as log:`` tees what the block prints; ``log.attach(path)`` starts the
+    file."""
 
     def __init__(self):
         self._sink = _Sink()

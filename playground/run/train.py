@@ -92,8 +92,8 @@ def resolve_steps(cfg: Config, task: Task) -> Config:
                                           cfg.data.packing)
         steps = math.ceil(windows / batch)
         how = "counted" if measured == examples else f"estimated from the first {measured:,}"
-        why = (f"steps: {examples:,} training examples in {windows:,} windows of {cfg.task.context} "
-               f"tokens ({how})")
+        why = (f"steps: {examples:,} training examples in {windows:,} windows of "
+               f"{cfg.task.context} tokens ({how})")
     if not steps:
         raise ConfigError(f"train.steps=0 is invalid for task {cfg.task.name!r}: it prescribes no "
                           "step count; set train.steps")
@@ -110,13 +110,14 @@ def check_same_run(out: Path, container: dict) -> None:
     try:
         stored = OmegaConf.to_container(OmegaConf.load(path))
     except Exception as err:  # noqa: BLE001 - YAML, encoding or OmegaConf errors alike
-        raise ConfigError(f"{path} is damaged ({type(err).__name__}); if this command is the run's own, "
-                          "delete that file and run again: the run resumes from its checkpoints and "
-                          "writes the file anew") from None
+        raise ConfigError(f"{path} is damaged ({type(err).__name__}); if this command is the run's "
+                          "own, delete that file and run again: the run resumes from its "
+                          "checkpoints and writes the file anew") from None
     diff = runs.config_differences(upgrade(stored), container)
     if diff:
         raise ConfigError(f"{out} already holds a run with a different config ({'; '.join(diff)}). "
-                          "Choose another run_name= or sweep=, or pass train.resume=never to replace it.")
+                          "Choose another run_name= or sweep=, or pass train.resume=never to "
+                          "replace it.")
 
 
 def finished_summary(out: Path) -> dict | None:
@@ -125,9 +126,10 @@ def finished_summary(out: Path) -> dict | None:
         try:
             summary = runs.read_json(path)
         except (ValueError, UnicodeDecodeError) as err:
-            raise ConfigError(f"{path} is damaged ({type(err).__name__}); delete it and run again: the run "
-                              "resumes from its checkpoints (a finished run trains its last steps again "
-                              "from the newest checkpoint) and writes it anew") from None
+            raise ConfigError(f"{path} is damaged ({type(err).__name__}); delete it and run again: "
+                              "the run resumes from its checkpoints (a finished run trains its "
+                              "last steps again from the newest checkpoint) "
+                              "and writes it anew") from None
         if isinstance(summary, dict) and summary.get("status") == "finished":
             return summary
     return None
@@ -170,7 +172,8 @@ def run(dcfg: DictConfig, log: RunLog | None = None) -> dict:
         if log is not None:
             log.attach(out / LOG_NAME, fresh=cfg.train.resume == "never")
         if stale := runs.clean_stale(out):
-            print(f"{out}: removed {len(stale)} file(s) a killed run left ({', '.join(p.name for p in stale)})")
+            print(f"{out}: removed {len(stale)} file(s) a killed run left "
+                  f"({', '.join(p.name for p in stale)})")
         return _run(cfg, task, container, out, scales, longer)
 
 
@@ -188,15 +191,15 @@ def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, long
         out.mkdir(parents=True, exist_ok=True)
         runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
     summary_path = out / "summary.json"
-    base = {"git_sha": runs.git_sha(), "git_dirty": runs.git_dirty(), "config_hash": runs.config_hash(container),
-            "versions": runs.versions(), "started": datetime.now(timezone.utc).isoformat(),
-            **command_line()}
+    base = {"git_sha": runs.git_sha(), "git_dirty": runs.git_dirty(),
+            "config_hash": runs.config_hash(container), "versions": runs.versions(),
+            "started": datetime.now(timezone.utc).isoformat(), **command_line()}
     trainer = None
     try:
         trainer = Trainer(cfg, task, container)
         base.update(record=runs.run_record(cfg), steps=cfg.train.steps,
-                    params=trainer.model.param_counts(), device=str(trainer.device), world_size=world()[1],
-                    kernels=trainer.model.kernel_paths(trainer.device),
+                    params=trainer.model.param_counts(), device=str(trainer.device),
+                    world_size=world()[1], kernels=trainer.model.kernel_paths(trainer.device),
                     deterministic=torch.are_deterministic_algorithms_enabled())
         if main:
             runs.write_json(summary_path, {**base, "status": "running"})
@@ -254,7 +257,8 @@ def status_of(err: BaseException) -> str:
 
 
 def end_facts(trainer: Trainer) -> dict:
-    peak = torch.cuda.max_memory_allocated(trainer.device) if trainer.device.type == "cuda" else None
+    peak = (torch.cuda.max_memory_allocated(trainer.device) if trainer.device.type == "cuda"
+            else None)
     train_logs = [r for r in trainer.log.records() if r.get("split") == "train"]
     return {"step": trainer.step, "tokens": trainer.tokens_seen, "wall_time_s": trainer.train_time,
             "tokens_per_s": trainer.tokens_seen / max(trainer.train_time, 1e-9),
@@ -302,7 +306,8 @@ def _job(cfg: DictConfig, log: RunLog) -> float | None:
         print(f"{err}", file=sys.stderr)
         raise SystemExit(128 + err.signum) from None
     except Diverged as err:  # recorded as diverged in summary.json by run(); one line, no traceback
-        print(f"playground-train: {cfg.out_dir}: diverged: {err} (recorded in summary.json)", file=sys.stderr)
+        print(f"playground-train: {cfg.out_dir}: diverged: {err} (recorded in summary.json)",
+              file=sys.stderr)
         if sweep:
             return None
         raise SystemExit(1) from None
@@ -317,7 +322,8 @@ def _job(cfg: DictConfig, log: RunLog) -> float | None:
         if not sweep:
             raise
         traceback.print_exc()
-        print(f"{cfg.out_dir}: failed (recorded in summary.json); the sweep goes on", file=sys.stderr)
+        print(f"{cfg.out_dir}: failed (recorded in summary.json); the sweep goes on",
+              file=sys.stderr)
         return None
 
 

@@ -32,10 +32,10 @@ def cmd_sweep(args: Args) -> int:
     if "findings" in (OmegaConf.load(path) or {}):
         return findings_runs(args, path, launcher, gpus, per_gpu, dry)
     if args["results"]:
-        raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the findings of "
-                          "a findings file (playground-sweep findings results=2,3a)")
-    sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"], args.overrides,
-                       args["variants"])
+        raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the "
+                          "findings of a findings file (playground-sweep findings results=2,3a)")
+    sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"],
+                       args.overrides, args["variants"])
     sweep = dataclasses.replace(sweep, root=args["root"] or "results")
     runs = sweep.runs()
     print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> {sweep.folder}/")
@@ -60,11 +60,11 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     from playground.report.findings import load_findings, needed_runs
 
     if launcher != "local":
-        raise ConfigError(f"launcher={launcher} is invalid for findings: their runs come from several sweeps; "
-                          "use launcher=local (or dry_run=true to list them)")
+        raise ConfigError(f"launcher={launcher} is invalid for findings: their runs come from "
+                          "several sweeps; use launcher=local (or dry_run=true to list them)")
     if clash := args.overrides or [k for k in ("panels", "variants") if args[k]]:
-        raise ConfigError(f"{clash[0]!r} is invalid for findings: their runs are exactly the ones the findings "
-                          "declare (choose them with results=)")
+        raise ConfigError(f"{clash[0]!r} is invalid for findings: their runs are exactly the ones "
+                          "the findings declare (choose them with results=)")
     root = args["root"] or "results"
     runs = needed_runs(load_findings(path, args["results"]), root)
     print(f"findings {path.name}: {len(runs)} runs to do under {root}/")
@@ -98,8 +98,8 @@ def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str, per_gpu: int = 1
     print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
     print_estimate(costs, per_gpu)
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
-        cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm", "--cfg", "hydra",
-               "--package", "hydra.launcher"]
+        cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm",
+               "--cfg", "hydra", "--package", "hydra.launcher"]
         print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
@@ -150,20 +150,24 @@ def _gpu_count() -> int:
 
 
 COMMAND = Command(
-    "", "run every point of a sweep file at a scale; extra key=value arguments go to every run, over "
-    "the rows' recipes (one naming a grid axis, e.g. seed=0,1, replaces it; a variant's key is refused)", cmd_sweep,
+    "", "run every point of a sweep file at a scale; extra key=value arguments go to every run, "
+    "over the rows' recipes (one naming a grid axis, e.g. seed=0,1, replaces it; a variant's "
+    "key is refused)", cmd_sweep,
     {"scale": ("mini", "a scale of the sweep file: paper, mini or cpu"),
-     "launcher": ("basic", f"one of {LAUNCHERS}: basic/slurm = Hydra multiruns; local = one process per run"),
+     "launcher": ("basic", f"one of {LAUNCHERS}: basic/slurm = Hydra multiruns; local = one "
+                  "process per run"),
      "gpus": ("0", "local: GPUs to use (0: every visible one)"),
      "per_gpu": ("1", "local: runs sharing each GPU (tiny models)"),
      "panels": ("", "only these panels (comma-separated)"),
      "variants": ("", "only these variants (comma-separated)"),
-     "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips the "
-              "finished runs there, e.g. root=results/mini/runs keeps their records in the repository)"),
+     "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips "
+              "the finished runs there, e.g. root=results/mini/runs keeps their records in the "
+              "repository)"),
      "dry_run": ("false", "list the runs, launch nothing"),
      "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a)")},
     ("NAME",), overrides=(),
-    examples=("playground-sweep fig7 scale=mini panels=depo1_K4 variants=llama_nope,llama_nope_canon",
+    examples=("playground-sweep fig7 scale=mini panels=depo1_K4 "
+              "variants=llama_nope,llama_nope_canon",
               "playground-sweep fig7 scale=mini launcher=local gpus=8",
               "playground-sweep mqar scale=mini launcher=local per_gpu=12",
               "playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu",
@@ -172,7 +176,8 @@ COMMAND = Command(
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli_main("playground-sweep", "run a figure's sweep file (sweeps/<name>.yaml) at a scale", [COMMAND], argv)
+    cli_main("playground-sweep", "run a figure's sweep file (sweeps/<name>.yaml) at a scale",
+             [COMMAND], argv)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     todo = [p for p in planned if p.error is None]
     devices = _device_ids(gpus)
     free, active = [d for _ in range(per_gpu) for d in devices], {}
-    slots = len(free)  # runs at once: each run's automatic loader workers take its share of the cores
+    # runs at once: each run's automatic loader workers take its share of the cores
+    slots = len(free)
     if len(todo) > len(free):
         order = longest_first([p.overrides for p in todo], [p.config for p in todo])
         todo = [todo[i] for i in order]
@@ -211,8 +212,10 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
         while queue or active:
             while queue and free:
                 run, gpu = queue.pop(0), free.pop(0)
-                env = {**os.environ, HOST_RUNS: str(slots), **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
-                log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115 - closed when it ends
+                env = {**os.environ, HOST_RUNS: str(slots),
+                       **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
+                # closed when it ends
+                log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115
                 command = [sys.executable, "-m", "playground.run.train", *run.overrides]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                 active[proc] = (gpu, log, run, time.monotonic())
@@ -234,7 +237,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
             proc.wait()
             log.close()
             record_end(run.out, proc.returncode, Path(log.name))
-        print(f"sweep interrupted: {len(active)} run(s) stopped resumably, {len(queue)} not started", flush=True)
+        print(f"sweep interrupted: {len(active)} run(s) stopped resumably, "
+              f"{len(queue)} not started", flush=True)
         raise SystemExit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -249,7 +253,8 @@ def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None
     from playground.config import compose
 
     def cost(c: DictConfig) -> int:
-        return c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size * c.task.context
+        return (c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size
+                * c.task.context)
 
     costs = [cost(c) for c in (configs or [compose(r) for r in runs])]
     return sorted(range(len(runs)), key=costs.__getitem__, reverse=True)  # stable: ties keep order
@@ -260,7 +265,8 @@ def _device_ids(gpus: int) -> list[str]:
     (``CUDA_VISIBLE_DEVICES=2,3 playground-sweep … gpus=2`` uses GPUs 2 and 3), else 0…gpus-1."""
     if not gpus:
         return [""]
-    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+               if d.strip()]
     if not visible:
         return [str(g) for g in range(gpus)]
     if gpus > len(visible):

@@ -95,8 +95,10 @@ class LanoConfig(TaskConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check(self.gen_samples >= 1, "task.gen_samples", self.gen_samples, "an integer >= 1")
-        check(self.gen_max_len >= 0, "task.gen_max_len", self.gen_max_len, "an integer >= 0 (0: auto)")
-        check(self.gen_temperature > 0, "task.gen_temperature", self.gen_temperature, "a number > 0")
+        check(self.gen_max_len >= 0, "task.gen_max_len", self.gen_max_len,
+              "an integer >= 0 (0: auto)")
+        check(self.gen_temperature > 0, "task.gen_temperature", self.gen_temperature,
+              "a number > 0")
         check(self.gen_seed >= 0, "task.gen_seed", self.gen_seed, "a non-negative integer")
         try:
             g = load_grammar(self.grammar)
@@ -239,7 +241,8 @@ class Lano(Task):
         verdicts = accepts_many(self.grammar, [candidates[k] for k in valid])
         accepted = sum(verdicts)
         lengths = np.array([len(g.tokens) for g in gens], float)
-        return {"gen_acc": accepted / len(gens), "gen_stopped": float(np.mean([g.stopped for g in gens])),
+        return {"gen_acc": accepted / len(gens),
+                "gen_stopped": float(np.mean([g.stopped for g in gens])),
                 "gen_len_mean": float(lengths.mean()), "gen_len_std": float(lengths.std()),
                 "gen_len_min": float(lengths.min()), "gen_len_max": float(lengths.max()),
                 "gen_distinct": len({g.tokens.tobytes() for g in gens}) / len(gens)}
@@ -262,12 +265,14 @@ class Lano(Task):
         return self._truth[key]
 
     @torch.no_grad()
-    def position_stats(self, model, examples: list[Example], batch_size: int = 64) -> dict[str, np.ndarray]:
+    def position_stats(self, model, examples: list[Example],
+                       batch_size: int = 64) -> dict[str, np.ndarray]:
         """Per position of every example (concatenated): ``kl``, ``ent_true``, ``ent_model``,
         ``mass_outside`` (model probability on tokens other than end/terminals) and ``pos``."""
         device = next(model.parameters()).device
         ids = torch.tensor(self.outcome_ids, device=device)
-        parts: dict[str, list[np.ndarray]] = {k: [] for k in ("kl", "ent_true", "ent_model", "mass_outside", "pos")}
+        parts: dict[str, list[np.ndarray]] = {k: [] for k in ("kl", "ent_true", "ent_model",
+                                                              "mass_outside", "pos")}
         order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
         was_training = model.training
         model.eval()
