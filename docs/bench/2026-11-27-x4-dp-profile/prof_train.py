@@ -28,17 +28,22 @@ def top(prof, device: bool, k: int = 25) -> list[dict]:
             for e in sorted(events, key=own, reverse=True)[:k]]
 
 
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def step(model, *args, **kwargs):
     state["n"] += 1
     n = state["n"]
     if n == FROM:
-        torch.cuda.synchronize()
+        sync()
         state["prof"] = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         state["prof"].__enter__()
         state["t"] = time.perf_counter()
     out = inner(model, *args, **kwargs)
     if n == FROM + N - 1:
-        torch.cuda.synchronize()
+        sync()
         wall = (time.perf_counter() - state["t"]) / N
         prof = state.pop("prof")
         prof.__exit__(None, None, None)
