@@ -43,6 +43,7 @@ DTYPES = ("auto", "float32", "bfloat16")
 RESUME = ("auto", "never")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune",
                  "max-autotune-no-cudagraphs")  # torch.compile's
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # the modes that capture CUDA graphs
 MLPS = ("swiglu", "gelu", "moe", "none")
 PACKINGS = ("auto", "aligned", "stream")  # data.packing; auto = the task's own (data/packing.py)
 
@@ -247,6 +248,10 @@ class TrainConfig:
     log_every: int = 10
     eval_every: int = 100  # steps between evaluations (and always at the end); 0 = only at the end
     eval_batch_size: int = 256  # eval batches; large ones amortise per-token decoding overhead
+    # generation evals decode in fixed-shape steps, on CUDA replayed as one CUDA graph per batch
+    # (playground.model.generate(graph=True)): no host-bound decoding; bf16 may round a sample's
+    # near-tie differently from the default path
+    eval_graphs: bool = False
     ckpt_every: int = 100  # steps between checkpoints (and always at the end)
     keep_checkpoints: int = 2
     resume: str = "auto"  # auto: continue from the latest checkpoint | never: start afresh
@@ -296,6 +301,13 @@ class TrainConfig:
         check(self.compile or self.compile_mode == "default", "train.compile_mode",
               self.compile_mode,
               "default unless train.compile=true: it chooses how the model is compiled")
+        # blocks share one compiled graph; under CUDA graphs each block's call overwrites the
+        # output buffers the next block reads (PyTorch raises "accessing tensor output of
+        # CUDAGraphs that has been overwritten" at the first step)
+        check(self.compile_scope == "model" or self.compile_mode not in CUDAGRAPH_MODES,
+              "train.compile_mode", self.compile_mode,
+              f"not one of {CUDAGRAPH_MODES} with train.compile_scope=blocks (CUDA graphs need "
+              "the whole model as one graph: compile_scope=model)")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
         check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")

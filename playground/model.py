@@ -166,16 +166,36 @@ def generation_progress(progress: Progress) -> Iterator[None]:
         _PROGRESS.reset(token)
 
 
+_GRAPHS: ContextVar[bool] = ContextVar("decoding_graphs", default=False)
+
+
+@contextlib.contextmanager
+def decoding_graphs(on: bool) -> Iterator[None]:
+    """Within: each :func:`generate` that is not told ``graph`` decodes with ``graph=on`` (the
+    evaluations of a run with ``train.eval_graphs``, whatever task calls ``generate``)."""
+    token = _GRAPHS.set(on)
+    try:
+        yield
+    finally:
+        _GRAPHS.reset(token)
+
+
 @torch.no_grad()
 def generate(model, prompts: Sequence[Sequence[int]], max_new: int, stop: Sequence[int] = (),
              temperature: float = 0.0, batch_size: int = 64, seed: int = 0,
-             pad_id: int = 0, use_cache: bool = True, graph: bool = False) -> list[Generation]:
+             pad_id: int = 0, use_cache: bool = True,
+             graph: bool | None = None) -> list[Generation]:
     """Continue each prompt by up to ``max_new`` tokens: greedy (``temperature=0``) or sampled
     at ``temperature`` from a generator seeded with ``seed`` (same seed, same samples).
     ``use_cache=False`` re-runs the whole prefix for every token (a baseline for benchmarks).
     ``graph``: after the prefill, decode in fixed-shape steps (``Cache.fix_shapes``), on CUDA
     captured once per batch as a CUDA graph and replayed per token (a step is otherwise bound by
-    the host's kernel launches); elsewhere the same steps run eagerly. Same tokens either way."""
+    the host's kernel launches); elsewhere the same steps run eagerly; None: as
+    :func:`decoding_graphs` says (off by default). The same tokens either way in float32; under
+    bf16 autocast the fixed-shape attention over the whole cache may round a near-tie the other
+    way, so a sampled row can differ (``tests/test_gpu.py``)."""
+    if graph is None:
+        graph = _GRAPHS.get()
     device = next(model.parameters()).device
     gen = torch.Generator(device=device).manual_seed(seed)
     stop_ids = torch.tensor(sorted(set(stop)), dtype=torch.long, device=device)

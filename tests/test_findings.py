@@ -254,3 +254,22 @@ def test_the_readme_findings_tables_are_the_reports_output():
         block = re.search(r"<!-- findings:begin -->\n(.*?)<!-- findings:end -->", text, re.S)
         assert block, f"{readme} has no findings block"
         assert block.group(1) == summary, f"{readme}: regenerate with playground-report findings"
+
+
+@pytest.mark.slow
+def test_the_findings_dry_run_lists_the_runs_and_their_cost(tmp_path, capsys):
+    """``playground-sweep findings … dry_run=true``: every needed run marked todo, then the
+    estimated GPU-hours per panel, as a sweep's dry run prints them."""
+    from playground.sweep.cli import main
+
+    spec = tmp_path / "f.yaml"
+    spec.write_text(yaml.safe_dump({"findings": [
+        {"id": "x", "result": "2", "claim": "c", "sweep": "fig7", "scale": "mini",
+         "a": "llama_rope", "b": "llama_rope_canon", "seeds": [0],
+         "cells": [{"panel": "mano", "size": "8L512D", "where": {"task.L": 4}}]}]}))
+    main([str(spec), f"root={tmp_path / 'root'}", "launcher=local", "dry_run=true", "per_gpu=4"])
+    out = capsys.readouterr().out
+    assert out.count("  todo playground-train ") == 2
+    assert "2 of 2 runs to do" in out
+    assert "estimated GPU-hours per panel, to do of all (4 runs sharing a GPU):" in out
+    assert "  mano: " in out

@@ -197,3 +197,51 @@ def test_generate_bench_times_every_mode_and_checks_they_agree(tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["generate", "task=brevo1", "modes=graph,fast"])
     assert "modes='fast' is invalid" in capsys.readouterr().err
+
+
+def test_decoding_graphs_choose_graph_for_generate_not_told(monkeypatch):
+    """Within ``decoding_graphs(True)`` a ``generate`` call that does not pass ``graph`` decodes
+    in fixed-shape steps (the path a CUDA graph replays); outside it, or told, as told."""
+    import playground.model as pm
+
+    seen = []
+    real = pm._Step
+
+    def spy(model, cache, batch, device, graph):
+        seen.append(graph)
+        return real(model, cache, batch, device, graph)
+
+    monkeypatch.setattr(pm, "_Step", spy)
+    model = FIXED_SHAPE_MODELS["rope_abcd"]()
+    a = generate(model, PROMPTS, max_new=6, batch_size=4)
+    with pm.decoding_graphs(True):
+        b = generate(model, PROMPTS, max_new=6, batch_size=4)
+        generate(model, PROMPTS, max_new=6, batch_size=4, graph=False)
+    assert seen == [False, True, False]
+    assert [x.tokens.tolist() for x in a] == [x.tokens.tolist() for x in b]
+
+
+@pytest.mark.slow
+def test_eval_graphs_reach_the_runs_evaluations(tmp_path, monkeypatch, make_cfg):
+    """``train.eval_graphs=true``: the training loop's evaluations and ``playground-eval`` of the
+    run decode with graphs (a Brevo run: its eval generates)."""
+    import playground.model as pm
+    from playground.run.evaluate import evaluate_run
+    from playground.run.train import run
+
+    modes = []
+    real = pm._decode
+
+    def spy(*args, **kwargs):
+        modes.append(args[9])  # graph
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "_decode", spy)
+    run(make_cfg("task=brevo1", "task.N=6", "size=2L64D", "train.steps=4",
+                 "train.warmup_steps=0", "train.batch_size=4", "task.eval_size=4",
+                 "train.eval_graphs=true", run="r"))
+    out = tmp_path / "r"
+    assert modes and all(modes)
+    modes.clear()
+    evaluate_run(out, device="cpu")
+    assert modes and all(modes)

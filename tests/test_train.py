@@ -112,6 +112,20 @@ def test_lr_schedules():
     assert lin.warmup_steps == 0 and lr_at(1, lin) == 0.99 and lr_at(100, lin) == 0.0
 
 
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_cuda_graphs_need_the_whole_model_compiled(mode):
+    """Blocks compiled alone share one graph; CUDA graphs would overwrite one block's output
+    with the next's, so the combination is refused naming the key (the whole model is fine)."""
+    from playground.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train.compile_mode.*compile_scope=model"):
+        TrainConfig(compile=True, compile_scope="blocks", compile_mode=mode)
+    assert TrainConfig(compile=True, compile_scope="model", compile_mode=mode).compile_mode == mode
+    no_graphs = TrainConfig(compile=True, compile_scope="blocks",
+                            compile_mode="max-autotune-no-cudagraphs")
+    assert no_graphs.compile_scope == "blocks"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("override,key", [("task.NN=3", "task.NN"), ("train.lr=fast", "train.lr"),
                                           ("model.canon.positions=AX", "model.canon.positions"),

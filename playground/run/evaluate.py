@@ -34,7 +34,7 @@ from playground.cli import Args, Command, atomic_write, check_writable, write_js
 from playground.cli import main as cli_main
 from playground.config import Config, from_container, upgrade
 from playground.errors import ConfigError
-from playground.model import LM, build_model
+from playground.model import LM, build_model, decoding_graphs
 from playground.run import rundir as runs
 from playground.run.device import check_device, pick_device
 from playground.tasks import Task, build_task
@@ -164,11 +164,13 @@ def write_length_gen(path: Path, rows: list[dict]) -> None:
 
 def evaluate_run(run_dir: Path, checkpoint: str = "", eval_size: int = 0, batch_size: int = 64,
                  device: str = "auto") -> dict:
-    """Metrics of a run's checkpoint (the latest unless ``checkpoint`` is given)."""
+    """Metrics of a run's checkpoint (the latest unless ``checkpoint`` is given), generation
+    decoded as the run's evaluations were (``train.eval_graphs``)."""
     cfg, path, state = _load(run_dir, checkpoint, eval_size)
     task = build_task(cfg.task)
     model, step = _model(cfg, task, state, device)
-    metrics = task.evaluate(model, task.eval_examples(), batch_size)
+    with decoding_graphs(cfg.train.eval_graphs):
+        metrics = task.evaluate(model, task.eval_examples(), batch_size)
     return {"checkpoint": str(path), "step": step, "eval_size": cfg.task.eval_size,
             "primary_metric": task.primary_metric, "metrics": metrics}
 

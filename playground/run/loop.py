@@ -32,7 +32,7 @@ from playground.config import Config, TrainConfig, autocast_for
 from playground.data.loader import Batches, ShardExchange
 from playground.data.packing import shard_size
 from playground.errors import ConfigError
-from playground.model import LM, build_model, generation_progress
+from playground.model import LM, build_model, decoding_graphs, generation_progress
 from playground.run import rundir as runs
 from playground.run.budget import duration_text
 from playground.run.device import (
@@ -187,8 +187,10 @@ class Trainer:
                                   f"multiple of the world size {size} "
                                   "(times train.micro_batch_size when set)")
             # the only buffers (rotary frequencies) are the same constants on every rank: no
-            # broadcast before each forward
-            model = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
+            # broadcast before each forward; the gradients live in DDP's all-reduce buckets (no
+            # copy into them and back each step)
+            model = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False,
+                                                              gradient_as_bucket_view=True)
             model.cfg, model.aux_loss = model.module.cfg, model.module.aux_loss
             if cfg.train.compile:
                 # one graph, the gradients' all-reduce after the backward, instead of a graph split
@@ -285,7 +287,8 @@ class Trainer:
         if self.main:
             tic = time.perf_counter()
             shown = EvalProgress(f"eval step {self.step}") if self.cfg.train.progress else None
-            with generation_progress(shown) if shown else contextlib.nullcontext():
+            with (generation_progress(shown) if shown else contextlib.nullcontext(),
+                  decoding_graphs(self.cfg.train.eval_graphs)):
                 metrics = self.task.evaluate(self.model, examples, self.cfg.train.eval_batch_size)
             self.eval_s.append(time.perf_counter() - tic)
             self.last_eval = metrics

@@ -69,8 +69,7 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     runs = needed_runs(load_findings(path, args["results"]), root)
     print(f"findings {path.name}: {len(runs)} runs to do under {root}/")
     if dry:
-        for overrides in runs:
-            print("  todo playground-train " + " ".join(overrides))
+        dry_run(None, runs, launcher, per_gpu)  # each run, then the estimated GPU-hours
         return 0
     logs = Path(root) / ".findings_logs"
     failures = run_local(runs, gpus or _gpu_count(), logs, per_gpu) if runs else 0
@@ -78,7 +77,7 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     return 1 if failures else 0
 
 
-def dry_run(sweep: Sweep, runs: list[list[str]], launcher: str, per_gpu: int = 1) -> None:
+def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1) -> None:
     """List the runs, each marked ``todo``, ``done`` (its directory holds a finished summary:
     the launch would skip it) or ``not launchable`` (with why: ``launch.plan``), and how many
     are left; then the estimated GPU-hours per panel and in all (``playground.sweep.cost``, from

@@ -51,8 +51,8 @@ def start(name: str, gpus: str, extra: list[str], profiled: bool, jobs: int):
            f"train.steps={STEPS}", *extra, f"out_dir={run}"]
     log = open(root / "scaling" / f"{name}.log", "w")
     note(job=name, gpus=gpus, command=" ".join(cmd))
-    return name, gpus, procs, extra, run, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                                           env=env)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    return name, gpus, procs, extra, run, proc
 
 
 def phase(jobs: dict) -> None:
