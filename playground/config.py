@@ -530,6 +530,7 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
     from hydra.errors import HydraException
 
     register()
+    check_removed_keys(overrides)
     overrides = plugin_overrides(overrides)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
@@ -604,10 +605,44 @@ def _missing_option(message: str) -> str | None:
             + f" (options: {', '.join(options)})")
 
 
+# config keys that were removed: key -> (the value a stored config may hold, which changed
+# nothing and is dropped on loading; why the key went)
+REMOVED = {
+    "model.mixer.norm_backend": (
+        "torch", "the option was removed (Mamba2's gated RMSNorm is the PyTorch one only; "
+        "norm_backend=triton, a Triton kernel of it, computed the same model)"),
+}
+
+
+def check_removed_keys(overrides: list[str]) -> None:
+    """Refuse an override of a removed key (:data:`REMOVED`), naming it and why it went."""
+    for arg in overrides:
+        key, _, value = arg.lstrip("+~").partition("=")
+        if key in REMOVED:
+            raise ConfigError(f"{key}={value} is invalid: {REMOVED[key][1]}; drop the override")
+
+
 def upgrade(data: dict) -> dict:
-    """A resolved config with legacy keys (no ``data.packing``; Mamba2's ``variant``), in the
-    current schema."""
-    return _upgrade_packing(_upgrade_mamba_variant(data))
+    """A resolved config with legacy keys (no ``data.packing``; Mamba2's ``variant``; a removed
+    key, :data:`REMOVED`), in the current schema."""
+    return _upgrade_packing(_upgrade_mamba_variant(_drop_removed(data)))
+
+
+def _drop_removed(data: dict) -> dict:
+    """A stored config without the keys of :data:`REMOVED`: one holding the value that changed
+    nothing is dropped, any other value refused, naming the key."""
+    for key, (inert, why) in REMOVED.items():
+        *parents, name = key.split(".")
+        node = functools.reduce(lambda d, k: d.get(k, {}) if isinstance(d, dict) else {},
+                                parents, data)
+        if not isinstance(node, dict) or name not in node:
+            continue
+        if node[name] != inert:
+            raise ConfigError(f"{key}={node[name]!r} in a stored config is invalid: {why}; "
+                              "delete the key from the run's config.yaml to load it")
+        data = copy.deepcopy(data)
+        functools.reduce(dict.get, parents, data).pop(name)
+    return data
 
 
 def _upgrade_packing(data: dict) -> dict:

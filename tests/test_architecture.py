@@ -252,3 +252,33 @@ def test_old_run_configs_say_how_they_were_packed(tmp_path):
                 check_same_run(tmp_path / preset, new)
         else:
             check_same_run(tmp_path / preset, new)
+
+
+def test_old_run_configs_drop_the_removed_norm_backend(tmp_path):
+    """``model.mixer.norm_backend`` (Mamba2's opt-in Triton gated norm) was removed: a stored
+    config holding its default, ``torch``, reads as today's (also through the findings report's
+    loader, and on resuming the run), like the committed records under results/ that hold it; one
+    holding ``triton`` is refused, naming the key."""
+    import pandas as pd
+    from omegaconf import OmegaConf
+
+    from playground.config import compose
+    from playground.report.findings import _Counts
+    from playground.run.train import check_same_run
+
+    new = OmegaConf.to_container(compose(["task=depo_tiny", "model=mamba2", "mixer=mamba2",
+                                          "canon=none", f"out_dir={tmp_path}"]), resolve=True)
+    old = {**new, "model": {**new["model"], "mixer": {**new["model"]["mixer"],
+                                                      "norm_backend": "torch"}}}
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(old))
+    assert from_container(old) == from_container(new)
+    check_same_run(tmp_path, new)  # not refused as a different config
+    assert _Counts().task(pd.Series({"run_dir": str(tmp_path)})).cfg.name == "depo"
+    committed = [p for p in (ROOT / "results").rglob("config.yaml")
+                 if "norm_backend" in p.read_text()]
+    for path in committed:
+        assert from_container(OmegaConf.to_container(OmegaConf.load(path))).model.mixer
+    old["model"]["mixer"]["norm_backend"] = "triton"
+    with pytest.raises(ConfigError, match=r"model\.mixer\.norm_backend='triton' in a stored "
+                                          r"config is invalid: the option was removed"):
+        from_container(old)

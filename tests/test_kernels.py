@@ -238,48 +238,9 @@ def fused_reads_match_torch():
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
-def gated_norm_reference(y, x, d, z, w, eps):
-    s = y + (x.unflatten(-1, (d.shape[0], -1)) * d[:, None]).flatten(-2)
-    return torch.nn.functional.rms_norm(s * torch.nn.functional.silu(z), (y.shape[-1],), w, eps)
-
-
-def compare_gated_norm(op, device, dtype, shape, tol, seed=0):
-    """``op`` (:func:`playground.kernels.gated_norm_triton.gated_norm`) and its gradients against
-    the reference on random inputs [B, T, C] with H heads, x and z column slices of one wider
-    tensor (as in Mamba2), D away from 1 and w away from 1."""
-    b, t, c, h = shape
-    g = torch.Generator().manual_seed(seed)
-    y = torch.randn(b, t, c, generator=g).to(device, dtype).requires_grad_()
-    wide = (2 * torch.randn(b, t, 3 * c, generator=g)).to(device, dtype).requires_grad_()
-    x, z = wide[..., c : 2 * c], wide[..., 2 * c :]
-    d = torch.randn(h, generator=g).to(device).requires_grad_()
-    w = (1 + torch.randn(c, generator=g)).to(device).requires_grad_()
-    gy = torch.randn(b, t, c, generator=g).to(device, dtype)
-    assert_same(lambda *v: op(*v, 1e-5), lambda *v: gated_norm_reference(*v, 1e-5),
-                [y, x, d, z, w], gy, tol)
-
-
-# (B, T, C, H): C not a power of 2, B = 1, one row, many rows per program
-GATED_NORM_CASES = [(2, 9, 48, 3), (1, 7, 130, 2), (1, 1, 64, 4), (3, 40, 32, 2)]
-
-
-def gated_norm_matches_reference():
-    from playground.kernels import gated_norm_triton as m
-
-    for programs in (3, 10**6):  # uneven runs of rows per program; one row each
-        m._programs = lambda rows, device, n=programs: max(1, min(rows, n))
-        for shape in GATED_NORM_CASES:
-            compare_gated_norm(m.gated_norm, "cpu", torch.float32, shape, 1e-5)
-
-
-@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
-def test_gated_norm_interpreter_matches_reference():
-    run_interpreted("t.gated_norm_matches_reference()\n")
-
-
 def mamba2_on_mamba_ssm_matches_torch():
-    """The Mamba2 mixer on mamba_ssm's SSD and on our gated norm (``norm_backend=triton``) against
-    the PyTorch path: output and every gradient, fp32; then the SSD adapter alone with isolated
+    """The Mamba2 mixer on mamba_ssm's SSD against the PyTorch path: output and every gradient,
+    fp32; then the SSD adapter alone with isolated
     packed examples, every input's gradient, with x, B and C contiguous and as column slices of
     one tensor (as Mamba2 passes them). Run
     under the interpreter on the CPU: the CUDA-only calls of mamba_ssm's wrappers stubbed, the
@@ -288,7 +249,6 @@ def mamba2_on_mamba_ssm_matches_torch():
     import types
 
     from playground.kernels import adapters as fast
-    from playground.kernels.gated_norm_triton import gated_norm
     from playground.mixers.mamba2 import Mamba2, Mamba2Config
 
     torch.cuda.device = lambda index: contextlib.nullcontext()
@@ -298,13 +258,10 @@ def mamba2_on_mamba_ssm_matches_torch():
     fast.restrict_autotune("mamba_ssm", "interpreter", keep=1)
     fast.pick_backend = (lambda requested, on_cuda, stateful, order:
                          "torch" if stateful else requested)
-    Mamba2._norm_kernel = (lambda self, on_cuda:
-                           gated_norm if self.cfg.norm_backend == "triton" else None)
     x = torch.randn(2, 40, 32, generator=torch.Generator().manual_seed(0), requires_grad=True)
     outs, weights = [], None
-    for backend, norm in [("torch", "torch"), ("mamba_ssm", "torch"), ("mamba_ssm", "triton"),
-                          ("torch", "triton")]:
-        cfg = Mamba2Config(heads=2, state=16, chunk=16, backend=backend, norm_backend=norm)
+    for backend in ("torch", "mamba_ssm"):
+        cfg = Mamba2Config(heads=2, state=16, chunk=16, backend=backend)
         mixer = Mamba2(32, 16, cfg, CanonConfig(positions=""))
         if weights is None:
             with torch.no_grad():  # D away from 1, so that a lost or doubled skip shows
@@ -350,9 +307,8 @@ def test_fused_reads_in_attention_and_mlp_interpreter():
     run_interpreted("t.fused_reads_match_torch()\n")
 
 
-INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B", "SY", "SX", "SZ", "P",
-            "ROWS", "PER"}
-FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin", "D", "DD"}
+INT_ARGS = {"T", "C", "H", "NH", "SPLITS", "STRIP", "ROT_HEADS", "B"}
+FP32_ARGS = {"W", "Bias", "DW", "DB", "Cos", "Sin"}
 
 
 def hopper_usage(fn, constexprs: dict, warps: int,
@@ -368,11 +324,9 @@ def hopper_usage(fn, constexprs: dict, warps: int,
     from triton.compiler import ASTSource
 
     sig = {p.name: "constexpr" if p.is_constexpr else "i32" if p.name in INT_ARGS
-           else "fp32" if p.name == "eps"
            else "*fp32" if p.name in FP32_ARGS or p.name in fp32 else "*bf16" for p in fn.params}
     attrs = {(i,): [["tt.divisibility", 16]] for i, p in enumerate(fn.params)
-             if not p.is_constexpr and (sig[p.name].startswith("*")
-                                        or p.name in ("T", "C", "H", "SY", "SX", "SZ"))}
+             if not p.is_constexpr and (sig[p.name].startswith("*") or p.name in ("T", "C", "H"))}
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
@@ -417,19 +371,6 @@ def test_canon_kernels_compile_for_hopper_without_spills():
         usage = hopper_usage(fn, {"K": 4, "HAS_BIAS": bias, "ACT": act, "RESIDUAL": residual,
                                   **shape}, warps)
         print(fn.__name__, act, residual, bias, shape, usage)
-        assert (usage["REG"] <= 255 and usage["LOCAL"] == 0
-                and usage["STACK"] == 0), (fn.__name__, usage)
-
-
-@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
-def test_gated_norm_kernels_compile_for_hopper_without_spills():
-    """Mamba2's gated norm holds whole rows in registers: at the widest inner width of the paper's
-    sizes (1,536 channels, a 2,048-lane block) neither kernel spills on sm_90."""
-    from playground.kernels import gated_norm_triton as m
-
-    for fn, warps in [(m._fwd_kernel, m.FWD_WARPS), (m._bwd_kernel, m.BWD_WARPS)]:
-        usage = hopper_usage(fn, {"BLOCK": 2048}, warps)
-        print(fn.__name__, usage)
         assert (usage["REG"] <= 255 and usage["LOCAL"] == 0
                 and usage["STACK"] == 0), (fn.__name__, usage)
 
@@ -514,19 +455,6 @@ def test_canon_triton_gpu_matches_reference(width, dtype, act, residual, bias):
     op = canon_kernel()
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare(op, "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("shape", [(2, 2048, 1536, 16), (2, 2048, 1024, 16), (1, 77, 1000, 8),
-                                   (1, 1, 1536, 16)])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_gated_norm_gpu_matches_reference(shape, dtype):
-    """Mamba2's gated norm at 12L768D's and 12L512D's inner widths, a ragged one, one row."""
-    from playground.kernels import gated_norm_kernel
-
-    compare_gated_norm(gated_norm_kernel(), "cuda", dtype, shape,
-                       2e-2 if dtype == torch.bfloat16 else 1e-4)
 
 
 @pytest.mark.gpu

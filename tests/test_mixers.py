@@ -22,7 +22,7 @@ from playground.mixers import scan
 from playground.mixers.attention import AttentionConfig
 from playground.mixers.gated_deltanet import GDNConfig
 from playground.mixers.gla import GLAConfig
-from playground.mixers.mamba2 import Mamba2, Mamba2Config
+from playground.mixers.mamba2 import Mamba2Config
 from playground.model import build_model
 from playground.run.train import run
 
@@ -363,7 +363,7 @@ def test_canon_ab_places_one_canon_a_and_b():
 @pytest.mark.parametrize("cls,key,value", [
     (GLAConfig, "conv", "conv2d"), (GLAConfig, "backend", "cuda"), (GLAConfig, "heads", 0),
     (Mamba2Config, "conv", "canon_c"), (Mamba2Config, "state", 0),
-    (Mamba2Config, "autotune", "none"), (Mamba2Config, "norm_backend", "fused"),
+    (Mamba2Config, "autotune", "none"),
     (GDNConfig, "conv", "conv2d"), (GDNConfig, "backend", "triton"),
     (GDNConfig, "heads", 0), (GDNConfig, "chunk", 0), (GDNConfig, "expand_v", 0.0)])
 def test_bad_mixer_values_name_the_key(cls, key, value):
@@ -376,25 +376,27 @@ def test_bad_values_in_a_composed_config_name_the_key():
         to_objects(compose(["model=mamba2", "mixer=mamba2", "canon=none", "model.mixer.conv=c1"]))
 
 
-def test_mamba2_norm_backend_triton_is_never_silently_the_reference():
-    """Asked for by name, the Triton gated norm fails where it cannot run (here: the CPU), naming
-    the key, instead of computing the PyTorch path."""
-    mixer = Mamba2(32, 16, Mamba2Config(heads=2, state=16, norm_backend="triton"),
-                   CanonConfig(positions=""))
-    with pytest.raises(RuntimeError, match="model.mixer.norm_backend=triton"):
-        mixer(torch.randn(1, 8, 32))
+@pytest.mark.parametrize("override", ["model.mixer.norm_backend=triton",
+                                      "model.mixer.norm_backend=torch",
+                                      "+model.mixer.norm_backend=triton"])
+def test_mamba2_norm_backend_is_refused_as_removed(override):
+    """``model.mixer.norm_backend`` (the opt-in Triton gated norm) is gone: an override of it on a
+    new run is refused, naming the key and saying that the option was removed."""
+    with pytest.raises(ConfigError, match=r"model\.mixer\.norm_backend=\w+ is invalid: the "
+                                          r"option was removed \(.*PyTorch one only"):
+        compose(["model=mamba2", "mixer=mamba2", override])
 
 
 def test_a_mamba2_record_leaves_out_how_it_computes():
-    """The kernel choices (backend, autotune, chunk, norm_backend) compute the same model: a run's
-    record of its architecture leaves them out, so the report puts such runs in one cell."""
+    """The kernel choices (backend, autotune, chunk) compute the same model: a run's record of its
+    architecture leaves them out, so the report puts such runs in one cell."""
     from playground.run.rundir import run_record
 
     cfg = to_objects(compose(["task=depo_tiny", "model=mamba2", "mixer=mamba2", "canon=none",
-                              "model.mixer.backend=mamba_ssm", "model.mixer.norm_backend=triton"]))
+                              "model.mixer.backend=mamba_ssm", "model.mixer.autotune=full"]))
     arch = run_record(cfg)["arch"]
     assert arch["mixer"] == "mamba2" and arch["state"] == 64 and arch["norm_eps"] == 1e-5
-    assert not {"backend", "autotune", "chunk", "norm_backend"} & set(arch)
+    assert not {"backend", "autotune", "chunk"} & set(arch)
 
 
 def test_shapes_that_do_not_divide_name_the_key():

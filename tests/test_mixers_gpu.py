@@ -181,34 +181,31 @@ def test_fla_gated_delta_rule_matches_reference_with_gradients(dtype, shape, iso
 MIXERS = {"gla": (GLAConfig, GLA), "mamba2": (Mamba2Config, Mamba2), "gdn": (GDNConfig, GDN)}
 
 
-def _module_pair(kind: str, backend: str, canon: str, **fast_cfg):
+def _module_pair(kind: str, backend: str, canon: str):
     cfg_cls, cls = MIXERS[kind]
     torch.manual_seed(0)
     ref = cls(768, 64, cfg_cls(backend="torch"), CanonConfig(positions=canon)).cuda()
-    fast_mod = cls(768, 64, cfg_cls(backend=backend, **fast_cfg),
-                   CanonConfig(positions=canon)).cuda()
+    fast_mod = cls(768, 64, cfg_cls(backend=backend), CanonConfig(positions=canon)).cuda()
     fast_mod.load_state_dict(ref.state_dict())
     return ref, fast_mod
 
 
-@pytest.mark.parametrize("kind,backend,canon,fast_cfg", [
-    pytest.param("gla", "fla", "", {}, marks=needs("fla")),
-    pytest.param("gla", "fla", "B", {}, marks=needs("fla")),
-    pytest.param("mamba2", "fla", "", {}, marks=[needs("fla"), pytest.mark.skipif(
+@pytest.mark.parametrize("kind,backend,canon", [
+    pytest.param("gla", "fla", "", marks=needs("fla")),
+    pytest.param("gla", "fla", "B", marks=needs("fla")),
+    pytest.param("mamba2", "fla", "", marks=[needs("fla"), pytest.mark.skipif(
         not fast.fla_gated_backward_ok(),
         reason="fla refuses the gated backward here (fla #640)")]),
-    pytest.param("mamba2", "mamba_ssm", "B", {}, marks=needs("mamba_ssm")),
-    pytest.param("mamba2", "torch", "", {"norm_backend": "triton"}),
-    pytest.param("mamba2", "mamba_ssm", "", {"norm_backend": "triton"}, marks=needs("mamba_ssm")),
-    pytest.param("gdn", "fla", "", {}, marks=[needs("fla"), NO_GATED_BACKWARD]),
-    pytest.param("gdn", "fla", "B", {}, marks=[needs("fla"), NO_GATED_BACKWARD]),
+    pytest.param("mamba2", "mamba_ssm", "", marks=needs("mamba_ssm")),
+    pytest.param("mamba2", "mamba_ssm", "B", marks=needs("mamba_ssm")),
+    pytest.param("gdn", "fla", "", marks=[needs("fla"), NO_GATED_BACKWARD]),
+    pytest.param("gdn", "fla", "B", marks=[needs("fla"), NO_GATED_BACKWARD]),
 ])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, fast_cfg, dtype):
-    """Whole mixers at 12L768D width: outputs, input and weight gradients, fp32 and bf16 autocast
-    (Mamba2 also with the D skip and gated norm in ``playground::gated_norm``,
-    ``norm_backend=triton``, beside the PyTorch SSD and beside mamba_ssm's)."""
-    ref, fast_mod = _module_pair(kind, backend, canon, **fast_cfg)
+def test_mixer_kernel_path_matches_torch_path(kind, backend, canon, dtype):
+    """Whole mixers at 12L768D width: outputs, input and weight gradients, fp32 and bf16
+    autocast."""
+    ref, fast_mod = _module_pair(kind, backend, canon)
     x = torch.randn(2, 2048, 768, device="cuda")
     dout = torch.randn_like(x)
     results = []

@@ -30,7 +30,6 @@ _CANON = _load("canon_triton", "canon_conv")
 _CANON_GLU = _load("canon_triton", "canon_glu")
 _CANON_ROPE = _load("canon_triton", "canon_rope")
 _NORM_CANON = _load("norm_canon_triton", "norm_canon")
-_GATED_NORM = _load("gated_norm_triton", "gated_norm")
 
 
 def _causal_conv1d():
@@ -65,11 +64,6 @@ def canon_rope_kernel():
 def norm_canon_kernel():
     """Canon-A/C fused with the RMSNorm before them (``playground::norm_canon``), or None."""
     return _NORM_CANON
-
-
-def gated_norm_kernel():
-    """Mamba2's D skip, SiLU gate and RMSNorm in one op (``playground::gated_norm``), or None."""
-    return _GATED_NORM
 
 
 def causal_conv1d_kernel():

@@ -36,12 +36,10 @@ from torch import nn
 
 from playground.errors import check
 from playground.kernels import adapters as fast
-from playground.kernels import gated_norm_kernel
 from playground.layers.canon import Canon, CanonConfig, NoCanon, ShortConv, canon_at
 from playground.mixers import scan
 
 CONVS = ("conv1d", "none")
-NORM_BACKENDS = ("torch", "triton")
 
 
 @dataclass
@@ -56,10 +54,6 @@ class Mamba2Config:
     chunk: int = 64  # chunk length of the chunked SSD (the PyTorch path and mamba_ssm's kernel)
     backend: str = "auto"  # auto (mamba_ssm, else fla, on CUDA) | torch | fla | mamba_ssm
     autotune: str = "restricted"  # restricted | full: Triton autotune space of the kernels
-    # the D skip, SiLU gate and RMSNorm after the SSD: torch (inductor fuses them under
-    # torch.compile) | triton (one kernel each way, CUDA only; less kernel time in a profile, not
-    # a faster step in side-by-side runs: docs/PERFORMANCE.md). Same output.
-    norm_backend: str = "torch"
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
@@ -73,8 +67,6 @@ class Mamba2Config:
               f"one of {fast.BACKENDS_SSD}")
         check(self.autotune in fast.AUTOTUNE, "model.mixer.autotune", self.autotune,
               f"one of {fast.AUTOTUNE}")
-        check(self.norm_backend in NORM_BACKENDS, "model.mixer.norm_backend", self.norm_backend,
-              f"one of {NORM_BACKENDS}")
 
     def tag(self) -> str:
         """``mamba2``, ``mamba2-noconv1d``, plus ``mimetic`` and ``h``/``s``/``e`` for
@@ -152,25 +144,10 @@ class Mamba2(nn.Module):
             dt = dt * seq.valid[..., None]  # padding: no input, no decay
         xs = xs.reshape(b, t, self.heads, self.head_p)  # [B, T, H, P]
         y = self._ssd(xs, dt, bm, cm, seq)
-        norm = self._norm_kernel(y.is_cuda)
-        if norm is not None:  # the D skip, gate and RMSNorm in one pass each way
-            y = norm(y.reshape(b, t, self.inner), xs.reshape(b, t, self.inner).to(y.dtype), self.D,
-                     z.to(y.dtype), self.norm.weight, self.cfg.norm_eps)
-        else:
-            y = y + xs * self.D[:, None].to(xs.dtype)
-            y = scan.silu_gate_norm(y.reshape(b, t, self.inner), z, self.norm.weight,
-                                    self.cfg.norm_eps, gate_first=True)
+        y = y + xs * self.D[:, None].to(xs.dtype)
+        y = scan.silu_gate_norm(y.reshape(b, t, self.inner), z, self.norm.weight,
+                                self.cfg.norm_eps, gate_first=True)
         return self.canon_o(self.out(y), seq, x)
-
-    def _norm_kernel(self, on_cuda: bool):
-        """``playground::gated_norm`` with ``norm_backend=triton`` (never silently the reference),
-        else None: the PyTorch path."""
-        if self.cfg.norm_backend == "torch":
-            return None
-        kernel = gated_norm_kernel() if on_cuda else None
-        if kernel is None:
-            raise RuntimeError("model.mixer.norm_backend=triton needs triton and a CUDA device")
-        return kernel
 
     def backend(self, on_cuda: bool, stateful: bool = False) -> str:
         """The SSD's path for a pass (``torch``, ``mamba_ssm`` or ``fla``); runs record it."""

@@ -457,7 +457,7 @@ def git_dirty() -> bool | None:
 # -- what a run is ---------------------------------------------------------------------------
 
 # mixer fields that choose how, not what, to compute
-HOW = ("name", "backend", "autotune", "chunk", "norm_backend")
+HOW = ("name", "backend", "autotune", "chunk")
 CANON_FIELDS = ("positions", "residual", "kernel", "activation", "bias", "init", "dynamic", "rank",
                 "group", "after_every_linear")
 
