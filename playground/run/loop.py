@@ -129,14 +129,19 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     rank, size, _ = world()
     share = t.batch_size // size
     micro = min(t.micro_batch_size or share, share)
-    # over the global batch: same on all ranks
-    n_targets = mask[:, 1:].sum().clamp(min=1).to(device)
+    # over the global batch: same on all ranks; a host number, so no copy waits on the device
+    n_targets = max(int(mask[:, 1:].sum()), 1)
+    # this rank's share in page-locked memory: its copies to the GPU do not wait for the steps
+    # queued before them, so the host prepares the next step while the GPU runs this one
+    mine = [None if x is None else x[rank * share : (rank + 1) * share]
+            for x in (tokens, mask, segments)]
+    if device.type == "cuda":
+        mine = [None if x is None else x.pin_memory() for x in mine]
     total = torch.zeros((), device=device)
-    starts = range(rank * share, (rank + 1) * share, micro)
+    starts = range(0, share, micro)
     for lo in starts:
-        tok = tokens[lo : lo + micro].to(device, non_blocking=True)
-        msk = mask[lo : lo + micro].to(device, non_blocking=True)
-        seg = None if segments is None else segments[lo : lo + micro].to(device, non_blocking=True)
+        tok, msk, seg = (None if x is None else x[lo : lo + micro].to(device, non_blocking=True)
+                         for x in mine)
         sync = lo == starts[-1] or not hasattr(model, "no_sync")  # DDP: all-reduce once per step
         with autocast_for(device, t.dtype), (contextlib.nullcontext() if sync else model.no_sync()):
             ce = masked_loss_sum(model, tok, msk, seg) / n_targets
