@@ -51,6 +51,7 @@ def test_no_file_of_ours_names_the_task():
             assert ref not in text, f"{path} refers to the example task ({ref})"
 
 
+@pytest.mark.slow
 def test_reverse_answers_recomputed(env):
     code = ("from playground.config import compose, to_objects\n"
             "from playground.tasks import build_task\n"

@@ -145,6 +145,7 @@ def test_every_command_has_help_with_its_subcommands_and_examples(tool, capsys):
         assert all(sub in out for sub in subcommands) if argv == ["--help"] else "options" in out
 
 
+@pytest.mark.slow
 def test_train_help_lists_groups_examples_and_seeds():
     out = subprocess.run(["playground-train", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "examples:" in out.stdout and "task.seed" in out.stdout

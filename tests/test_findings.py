@@ -238,6 +238,7 @@ def test_needed_runs_are_the_unfinished_runs_of_each_side(tmp_path):
     assert len(fnd.needed_runs(fnd.load_findings(spec), str(tmp_path / "root"))) == 3
 
 
+@pytest.mark.slow
 def test_the_readme_findings_tables_are_the_reports_output():
     """results/mini/findings/ holds what `playground-report findings results/mini/runs` writes,
     and README.md and results/mini/README.md show its summary (between the findings markers),

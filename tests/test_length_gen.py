@@ -189,6 +189,7 @@ def test_brevo_word_names_grow_and_generate_at_the_longer_context(one_thread):
     assert 0 <= metrics["acc"] <= 1
 
 
+@pytest.mark.slow
 def test_report_draws_metric_versus_scale(make_cfg, tmp_path, one_thread):
     from playground.report.cli import main as report
 

@@ -613,6 +613,7 @@ def test_tiny_depo_run_learns(make_cfg, tmp_path, backbone):
     assert len(log) == 40 and last < 0.8 * first
 
 
+@pytest.mark.slow
 def test_bench_params_prints_the_table(capsys):
     from playground.bench.cli import main
 

@@ -63,6 +63,7 @@ def test_bars_of_a_chosen_metric_are_the_runs_own_values(tmp_path):
     assert (tmp_path / "bars_lano_cfg3f_kl.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_size_keeps_one_model_size_and_names_the_sizes_there(tmp_path, capsys):
     results = FIXTURES / "results" / "mixed_cpu"
     main(["bars", str(results), "size=2L128D", f"out={tmp_path}", "figures=false"])

@@ -170,6 +170,7 @@ def test_heatmap_of_another_metric_and_pending_cells(tmp_path, capsys):
     assert exit_.value.code == 2 and "metric='no_such_metric' is invalid" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_report_panel_filter_and_per_depth_curves(tmp_path, capsys):
     """panel= keeps one panel of a folder that holds several (results/mini/runs/fig7_mini) and
     names the panels there when it matches none; curves plot each task's per-depth accuracies."""
