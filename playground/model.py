@@ -154,30 +154,30 @@ _PROGRESS: ContextVar[Progress | None] = ContextVar("generation_progress", defau
 
 
 @contextlib.contextmanager
-def generation_progress(progress: Progress) -> Iterator[None]:
+def _within(var: ContextVar, value) -> Iterator[None]:
+    """``var`` holds ``value`` inside the ``with`` block, its previous value after it."""
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def generation_progress(progress: Progress) -> contextlib.AbstractContextManager[None]:
     """Within: each :func:`generate` calls ``progress(total)`` once, ``total`` being its decoding
     steps at most (one per batch and new token), then the callable it returned with the steps
     done after each step (a batch that stops early counts its remaining steps done). Who shows
     it, and how, is the caller's (the training loop's rank 0, ``playground.run.loop``)."""
-    token = _PROGRESS.set(progress)
-    try:
-        yield
-    finally:
-        _PROGRESS.reset(token)
+    return _within(_PROGRESS, progress)
 
 
 _GRAPHS: ContextVar[bool] = ContextVar("decoding_graphs", default=False)
 
 
-@contextlib.contextmanager
-def decoding_graphs(on: bool) -> Iterator[None]:
+def decoding_graphs(on: bool) -> contextlib.AbstractContextManager[None]:
     """Within: each :func:`generate` that is not told ``graph`` decodes with ``graph=on`` (the
     evaluations of a run with ``train.eval_graphs``, whatever task calls ``generate``)."""
-    token = _GRAPHS.set(on)
-    try:
-        yield
-    finally:
-        _GRAPHS.reset(token)
+    return _within(_GRAPHS, on)
 
 
 @torch.no_grad()
