@@ -274,3 +274,22 @@ def test_the_findings_dry_run_lists_the_runs_and_their_cost(tmp_path, capsys):
     assert "2 of 2 runs to do" in out
     assert "estimated GPU-hours per panel, to do of all (4 runs sharing a GPU):" in out
     assert "  mano: " in out
+
+
+def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():
+    def row(i, a, b):
+        return {"id": f"R{i}", "result": "4", "metric": "acc", "values_a": a, "values_b": b,
+                "chance": 0.05, "a": "base", "b": f"variant_{i}", "panel": "mano", "row": "L=4",
+                "size": "8L512D", "verdict": "holds" if a else "untested", "seeds_a": 3,
+                "seeds_b": 3}
+    table = pd.DataFrame([row(i, "0.1;0.2;0.1", "0.9;0.8;0.9") for i in range(6)]
+                         + [row(6, "", ""), row(7, "nan", "")]
+                         + [{**row(8, "0.5", "0.6"), "result": "5"}])
+    fig = fnd.figure(table, "4")
+    shown = [ax for ax in fig.axes if ax.axison]
+    assert len(fig.axes) == 8 and len(shown) == 6  # 2 rows of 4, the last 2 blank
+    assert [ax.get_title().split(":")[0] for ax in shown] == [f"R{i}" for i in range(6)]
+    assert "2 cells without runs not drawn" in fig._suptitle.get_text()
+    assert fnd.figure(table, "5").axes[0].get_title().startswith("R8")
+    empty = fnd.figure(table[table["id"] == "R6"], "4")
+    assert [t.get_text() for t in empty.axes[0].texts] == ["no runs yet"]

@@ -214,3 +214,40 @@ def test_sweep_eta_is_the_mean_duration_times_the_runs_left_over_the_slots():
             == "2m30s elapsed, ETA 4m30s (6 run(s) left)")
     assert launch.progress_text([60.0], 2, 4, 60.0) == "1m00s elapsed, ETA 1m00s (1 run(s) left)"
     assert launch.progress_text([1.0, 2.0], 2, 1, 3.0) == "all 2 run(s) ended, 3.0s in all"
+
+
+def test_a_local_sweep_with_a_deadline_starts_only_the_runs_that_end_in_time(
+        tmp_path, monkeypatch, capsys):
+    """Quick processes; the expected times are given: seed s takes 10 × (s + 1) s alone and
+    twice that with two on its GPU, against a 25 s deadline."""
+    real = subprocess.Popen
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda command, **kw: real(
+        [sys.executable, "-c", "import time; time.sleep(0.3)"], **kw))
+    asked = []
+
+    def wall(config, sharing):
+        asked.append((config.seed, sharing))
+        return 10.0 * (config.seed + 1) * sharing
+
+    runs = [["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+            for s in range(4)]
+    assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=2, deadline=25.0,
+                            wall=wall) == 0
+    out = capsys.readouterr().out
+    assert "a run starts only if expected to end within deadline=25 s" in out
+    started = re.findall(r"^run \d/4: (s\d) exit 0", out, re.M)
+    assert sorted(started) == ["s0", "s1"]  # 10 s and 20 s alone; seeds 2, 3: 30 s and 40 s
+    assert "2 run(s) not started: each would end after deadline=25 s" in out
+    assert out.rstrip().endswith("s2, s3")  # in the queue's order
+    assert (1, 2) in asked  # seed 1 was first held against a GPU shared with seed 0: 40 s
+
+
+def test_deadline_is_for_the_local_launcher_and_seconds(capsys):
+    from playground.sweep.cli import main
+
+    for argv, message in ((["mqar", "deadline=600"], "only the local launcher"),
+                          (["mqar", "launcher=local", "deadline=-5"], "expected seconds > 0"),
+                          (["mqar", "launcher=local", "deadline=soon"], "expected a number")):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code != 0 and message in capsys.readouterr().err, argv

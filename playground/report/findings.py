@@ -47,6 +47,7 @@ CELL_KEYS = {"panel", "size", "where", "metric", "tolerance"}
 FILE_KEYS = {"findings", "cells"}  # cells: named cells, for YAML anchors
 EXPECT = ("better", "same")
 MIN_SEEDS = 3  # seeds a side for a verdict beyond "suggestive"
+FIGURE_COLUMNS = 4  # panels per row of a result's figure
 # Student t's 97.5 % quantile by degrees of freedom; a fractional Welch df takes the entry at or
 # below it (a wider interval); beyond 30, the normal 1.96.
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
@@ -456,18 +457,26 @@ def _margin_text(row: pd.Series, percent: bool) -> str:
 
 
 def figure(table: pd.DataFrame, result: str):
-    """Result ``result``'s findings: one panel per finding and cell, each side's per-seed values
-    as points over a bar of their mean, the chance level dashed, the verdict in the title."""
+    """Result ``result``'s findings: one panel per finding and cell with runs (at most
+    ``FIGURE_COLUMNS`` a row), each side's per-seed values as points over a bar of their mean,
+    the chance level dashed, the verdict in the title; the cells without a run are counted in
+    the figure's title, not drawn."""
     import matplotlib.pyplot as plt
 
     rows = table[table["result"] == result]
-    fig, axes = plt.subplots(1, len(rows), figsize=(2.6 * len(rows), 3.6), squeeze=False)
-    for ax, (_, r) in zip(axes[0], rows.iterrows()):
+    drawn = [r for _, r in rows.iterrows() if _seed_values(r, "a") or _seed_values(r, "b")]
+    cols = min(max(len(drawn), 1), FIGURE_COLUMNS)
+    lines = -(-max(len(drawn), 1) // cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(2.6 * cols, 3.6 * lines), squeeze=False)
+    for ax in axes.flat[len(drawn):]:
+        ax.axis("off")
+    if not drawn:
+        axes[0][0].text(0.5, 0.5, "no runs yet", ha="center", va="center", fontsize=8)
+    for ax, r in zip(axes.flat, drawn):
         percent = "acc" in r["metric"]
         scale = 100 if percent else 1
         for x, side in enumerate(("a", "b")):
-            values = [scale * float(v) for v in str(r[f"values_{side}"]).split(";")
-                      if v not in ("", "nan")]
+            values = [scale * v for v in _seed_values(r, side)]
             if values:
                 ax.bar(x, np.mean(values), width=0.6, color=("#9aa5b1", "#2b6cb0")[x], alpha=0.8)
                 ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))],
@@ -483,9 +492,16 @@ def figure(table: pd.DataFrame, result: str):
         ax.tick_params(axis="y", labelsize=7)
         ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']} "
                      f"(n = {r['seeds_a']} / {r['seeds_b']})", fontsize=7)
-    fig.suptitle(f"Result {result} at the mini probe cells (points: seeds; bar: mean)", fontsize=8)
+    untested = len(rows) - len(drawn)
+    fig.suptitle(f"Result {result} at the mini probe cells (points: seeds; bar: mean)"
+                 + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
+                    if untested else ""), fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _seed_values(row: pd.Series, side: str) -> list[float]:
+    return [float(v) for v in str(row[f"values_{side}"]).split(";") if v not in ("", "nan")]
 
 
 def _wrap(label: str) -> str:

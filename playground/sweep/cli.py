@@ -16,7 +16,14 @@ from omegaconf import OmegaConf
 from playground.cli import Args, Command
 from playground.cli import main as cli_main
 from playground.errors import ConfigError
-from playground.sweep.launch import LAUNCHERS, launcher_overrides, plan, run_local, run_multiruns
+from playground.sweep.launch import (
+    DEADLINE_MARGIN,
+    LAUNCHERS,
+    launcher_overrides,
+    plan,
+    run_local,
+    run_multiruns,
+)
 from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
 
 LOG_DIR = ".logs"  # in the sweep's folder: each attempt's log, and the runs not launched
@@ -28,9 +35,10 @@ def cmd_sweep(args: Args) -> int:
     gpus, dry = args.int("gpus"), args.flag("dry_run")
     per_gpu = args.int("per_gpu", 1, MAX_PER_GPU,
                        "each run is a process of its own, with its own memory")
+    deadline = deadline_s(args, launcher, dry)
     path = find_sweep_file(args.positional[0])
     if "findings" in (OmegaConf.load(path) or {}):
-        return findings_runs(args, path, launcher, gpus, per_gpu, dry)
+        return findings_runs(args, path, launcher, gpus, per_gpu, dry, deadline)
     if args["results"]:
         raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the "
                           "findings of a findings file (playground-sweep findings results=2,3a)")
@@ -44,7 +52,7 @@ def cmd_sweep(args: Args) -> int:
         return 0
     logs = sweep.folder / LOG_DIR
     if launcher == "local":
-        failures = run_local(runs, gpus or _gpu_count(), logs, per_gpu)
+        failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline)
     else:
         failures = run_multiruns(sweep, launcher, logs)
     print(f"sweep {sweep.name}: done ({failures} launcher failures; see {logs}/ and each run's "
@@ -52,7 +60,34 @@ def cmd_sweep(args: Args) -> int:
     return 1 if failures else 0
 
 
-def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry: bool) -> int:
+def deadline_s(args: Args, launcher: str, dry: bool) -> float | None:
+    """``deadline=``: seconds, for the local launcher only; a dry run says it does not apply it."""
+    if not args["deadline"]:
+        return None
+    if launcher != "local":
+        raise ConfigError(f"deadline={args['deadline']} is invalid with launcher={launcher}: "
+                          "only the local launcher starts runs one by one (launcher=local)")
+    value = args.float("deadline")
+    if not value > 0:
+        raise ConfigError(f"deadline={args['deadline']} is invalid: expected seconds > 0")
+    if dry:
+        print(f"deadline={value:g}: the launch starts a run only if its estimated time (the "
+              f"estimate below, per run, × the runs sharing its GPU × {DEADLINE_MARGIN:g}) ends "
+              "before it; the dry run lists every run")
+    return value
+
+
+def local_gpus(gpus: int, deadline: float | None) -> int:
+    """The GPUs of a local launch: ``gpus=``, else every visible one; a deadline needs GPUs."""
+    gpus = gpus or _gpu_count()
+    if deadline is not None and not gpus:
+        raise ConfigError(f"deadline={deadline:g} is invalid here: no GPU is visible, and the "
+                          "estimates it uses are of GPU throughput")
+    return gpus
+
+
+def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry: bool,
+                  deadline: float | None = None) -> int:
     """Launch (or, with ``dry_run``, list) every run the findings of ``path`` still need: the
     runs of each side's sweep at each cell and seed with no finished summary under ``root``."""
     from pathlib import Path
@@ -72,7 +107,7 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
         dry_run(None, runs, launcher, per_gpu)  # each run, then the estimated GPU-hours
         return 0
     logs = Path(root) / ".findings_logs"
-    failures = run_local(runs, gpus or _gpu_count(), logs, per_gpu) if runs else 0
+    failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline) if runs else 0
     print(f"findings: done ({failures} launcher failures; see {logs}/ and each run's summary.json)")
     return 1 if failures else 0
 
@@ -157,6 +192,9 @@ COMMAND = Command(
                   "process per run"),
      "gpus": ("0", "local: GPUs to use (0: every visible one)"),
      "per_gpu": ("1", "local: runs sharing each GPU (tiny models)"),
+     "deadline": ("", "local: seconds; start a run only if it is expected to end by then (its "
+                  f"estimated GPU time × runs sharing its GPU × {DEADLINE_MARGIN:g}), for a "
+                  "machine held for a fixed time; a rerun starts the rest"),
      "panels": ("", "only these panels (comma-separated)"),
      "variants": ("", "only these variants (comma-separated)"),
      "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips "

@@ -11,7 +11,9 @@ goes to a log of its own in the log dir (``.logs/`` of the sweep's folder), neve
 attempt's. When a run's process ends, a run that could not record its own end is recorded by the
 launcher (``runs.record_end``): ``interrupted`` where its summary still says ``running`` (killed),
 ``failed`` where there is none (it ended before recording anything). The local launcher says
-as each run ends how far the sweep is, with an ETA (:func:`progress_text`).
+as each run ends how far the sweep is, with an ETA (:func:`progress_text`). With a
+``deadline`` it starts a run only if the run is expected to end in time (:func:`expected_wall`):
+for a machine or job that is held for a fixed time, so that no run is cut off half-way.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from playground.sweep.spec import Sweep
 
 LAUNCHERS = ("basic", "local", "slurm")
 NOT_LAUNCHED = "not_launched.json"  # in the log dir: the runs the last launch did not launch
+# deadline=: a run's estimated wall time is multiplied by this before it is held against the
+# deadline (estimates read 0.67-1.25 of the actual per panel: docs/bench/2026-11-26-cost-estimate)
+DEADLINE_MARGIN = 1.5
 
 
 def launcher_overrides(launcher: str) -> list[str]:
@@ -188,10 +193,22 @@ def _tee(command: list[str], log: Path) -> int:
         return proc.wait()
 
 
-def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1) -> int:
+def expected_wall(config: DictConfig, sharing: int) -> float:
+    """Seconds a run of ``config`` is expected to take on a GPU that ``sharing`` runs share: its
+    estimated GPU-seconds there (``playground.sweep.cost``) × ``sharing`` × ``DEADLINE_MARGIN``."""
+    from playground.sweep.cost import estimate
+
+    return estimate(config, sharing).gpu_s * sharing * DEADLINE_MARGIN
+
+
+def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
+              deadline: float | None = None, wall=expected_wall) -> int:
     """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time, its
     runs planned first (:func:`plan`) and each attempt's output in a log of its own; returns the
-    failures: runs not launched, and runs whose process ended with an error."""
+    failures: runs not launched, and runs whose process ended with an error. With ``deadline``
+    (seconds from now), a run starts only if ``wall(config, runs sharing its GPU then)`` seconds
+    end before it; the runs that never fit are listed at the end, not counted as failures (the
+    same command starts them later)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     planned = plan(runs)
     failures = report_not_launched(planned, log_dir)
@@ -206,12 +223,37 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
     queue, total, durations, began = todo, len(todo), [], time.monotonic()
     if total:
         print(f"launching {total} run(s), {min(slots, total)} at a time; the output of each in "
-              f"{log_dir}/<run>.<n>.log", flush=True)
+              f"{log_dir}/<run>.<n>.log"
+              + (f"; a run starts only if expected to end within deadline={deadline:g} s"
+                 if deadline is not None else ""), flush=True)
+    walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> expected seconds
+
+    def next_start() -> tuple[int, str] | None:
+        """The queue's first run that may start now, and its slot (the least shared GPU)."""
+        if not free:
+            return None
+        sharing = {g: 1 + sum(a[0] == g for a in active.values()) for g in set(free)}
+        gpu = min(free, key=sharing.__getitem__)
+        if deadline is None:
+            return 0, gpu
+        left = deadline - (time.monotonic() - began)
+        for i, run in enumerate(queue):
+            key = (id(run), sharing[gpu])
+            if key not in walls:
+                try:
+                    walls[key] = wall(run.config, sharing[gpu])
+                except (ValueError, KeyError, AttributeError):  # no estimate: never in time
+                    walls[key] = math.inf
+            if walls[key] <= left:
+                return i, gpu
+        return None
+
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
-            while queue and free:
-                run, gpu = queue.pop(0), free.pop(0)
+            while queue and (start := next_start()) is not None:
+                run = queue.pop(start[0])
+                gpu = free.pop(free.index(start[1]))
                 env = {**os.environ, HOST_RUNS: str(slots),
                        **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 # closed when it ends
@@ -229,7 +271,13 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1)
                 line = ended(run, proc.returncode, Path(log.name), label, durations[-1])[1]
                 done = progress_text(durations, total, slots, time.monotonic() - began)
                 print(f"{line}; {done}", flush=True)
+            if not active and queue and next_start() is None:
+                break  # nothing runs and nothing left fits before the deadline
             time.sleep(0.2)
+        if queue:
+            print(f"{len(queue)} run(s) not started: each would end after deadline={deadline:g} s "
+                  "(the same command starts them): "
+                  + ", ".join(run.out.name for run in queue), flush=True)
     except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
         for proc in active:
             proc.send_signal(signal.SIGTERM)
