@@ -242,12 +242,17 @@ def test_a_local_sweep_with_a_deadline_starts_only_the_runs_that_end_in_time(
     assert (1, 2) in asked  # seed 1 was first held against a GPU shared with seed 0: 40 s
 
 
-def test_deadline_is_for_the_local_launcher_and_seconds(capsys):
+def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
+    from playground.sweep import cli
     from playground.sweep.cli import main
+
+    monkeypatch.setattr(cli, "_gpu_count", lambda: 0)  # as on a CPU machine
 
     for argv, message in ((["mqar", "deadline=600"], "only the local launcher"),
                           (["mqar", "launcher=local", "deadline=-5"], "expected seconds > 0"),
-                          (["mqar", "launcher=local", "deadline=soon"], "expected a number")):
+                          (["mqar", "launcher=local", "deadline=soon"], "expected a number"),
+                          (["mqar", "launcher=local", "gpus=0", "deadline=60"],
+                           "no GPU is visible")):
         with pytest.raises(SystemExit) as stop:
             main(argv)
         assert stop.value.code != 0 and message in capsys.readouterr().err, argv
