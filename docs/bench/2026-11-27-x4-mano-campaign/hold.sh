@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call of the campaign: bash hold.sh setup|poll SECONDS [DEADLINE_S]
 #   setup: unpack the code (.whl/head.tar, git archive of the commit) and the wheels, install,
-#          start campaign.py in its own process session with DEADLINE_S;
+#          start campaign.py detached (setsid) with DEADLINE_S;
 #   then, both: copy /tmp/runs/report/* to $OUT every 15 s until SECONDS have passed, so a call
 #   cut short still brings back the last packed records.
 set -u
