@@ -122,7 +122,7 @@ EXTRA_POINTS = "OE"  # after the mixer's output / the MLP's down projection (aft
 DYNAMIC = ("none", "lowrank", "headwise")
 ACTIVATIONS = ("none", "silu")
 INITS = ("default", "zero", "past_average", "random_fixed")
-BACKENDS = ("auto", "torch", "triton", "fused", "causal_conv1d")
+BACKENDS = ("auto", "torch", "triton", "fused", "causal_conv1d", "fla")
 
 
 @dataclass
@@ -141,7 +141,8 @@ class CanonConfig:
     # auto: the Triton Canon kernel on CUDA when available (Canon-B fused into the q/k/v split and
     # RoPE where RoPE turns whole heads), else torch | torch | triton (required; the plain kernel,
     # no fusion) | fused: every fusion, also Canon-D into SwiGLU (CUDA; the least memory) |
-    # causal_conv1d: the package of the paper's code (CUDA; static, kernel 2-4; optional)
+    # causal_conv1d: the package of the paper's code (CUDA; static, kernel 2-4; optional) |
+    # fla: fla's ShortConvolution kernel (CUDA, the gpu extra; static), for comparison
     backend: str = "auto"
     dynamic: str = "none"  # none | lowrank | headwise: input-dependent filters
     rank: int = 8  # lowrank: rank R of the filter generator
@@ -162,6 +163,9 @@ class CanonConfig:
                   "2, 3 or 4 with model.canon.backend=causal_conv1d (the widths it is built for)")
             check(self.dynamic == "none", "model.canon.dynamic", self.dynamic,
                   "none with model.canon.backend=causal_conv1d (its filters are static)")
+        if self.backend == "fla":
+            check(self.dynamic == "none", "model.canon.dynamic", self.dynamic,
+                  "none with model.canon.backend=fla (its filters are static)")
         check(self.dynamic in DYNAMIC, "model.canon.dynamic", self.dynamic, f"one of {DYNAMIC}")
         check(self.rank >= 1, "model.canon.rank", self.rank, "an integer >= 1")
         check(self.group >= 1, "model.canon.group", self.group, "an integer >= 1")

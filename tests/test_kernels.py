@@ -594,9 +594,10 @@ def test_canon_triton_compiles_without_graph_breaks():
 
 
 def test_canon_backends_on_the_cpu():
-    """On the CPU every backend but ``triton``, ``fused`` and ``causal_conv1d`` (which need CUDA and
-    say so) is the PyTorch reference: the same logits from the same weights; an unknown backend, and
-    causal_conv1d with a kernel or dynamic filters it does not do, are refused by name."""
+    """On the CPU every backend but ``triton``, ``fused``, ``causal_conv1d`` and ``fla`` (which need
+    CUDA and say so) is the PyTorch reference: the same logits from the same weights; an unknown
+    backend, and causal_conv1d or fla with a kernel or dynamic filters they do not do, are refused
+    by name."""
     from playground.config import ModelConfig
     from playground.errors import ConfigError
     from playground.layers.canon import CanonConfig
@@ -605,11 +606,11 @@ def test_canon_backends_on_the_cpu():
 
     ids = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(0))
     logits = []
-    for backend in ("auto", "torch", "triton", "fused", "causal_conv1d"):
+    for backend in ("auto", "torch", "triton", "fused", "causal_conv1d", "fla"):
         cfg = ModelConfig(n_layers=1, d_model=32, head_dim=16, mixer=AttentionConfig(),
                           canon=CanonConfig(positions="ABCD", backend=backend))
         model = build_model(cfg, 20, seed=0)
-        if backend in ("triton", "fused", "causal_conv1d"):
+        if backend in ("triton", "fused", "causal_conv1d", "fla"):
             with pytest.raises(RuntimeError, match=f"backend={backend} needs .* CUDA device"):
                 model(ids)
         else:
@@ -621,6 +622,8 @@ def test_canon_backends_on_the_cpu():
         CanonConfig(backend="causal_conv1d", kernel=5)
     with pytest.raises(ConfigError, match="model.canon.dynamic='lowrank' .*static"):
         CanonConfig(backend="causal_conv1d", dynamic="lowrank")
+    with pytest.raises(ConfigError, match="model.canon.dynamic='headwise' .*backend=fla"):
+        CanonConfig(backend="fla", dynamic="headwise")
 
 
 def test_each_backend_runs_the_fusions_it_names(monkeypatch):
@@ -671,3 +674,20 @@ def test_causal_conv1d_backend_matches_reference(width, dtype, act, residual, bi
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     compare(causal_conv1d_kernel(), "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
     compare(causal_conv1d_kernel(), "cuda", dtype, (1, 77, width, 3), act, residual, bias, tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.skipif(importlib.util.find_spec("fla") is None, reason="fla-core is not installed")
+@pytest.mark.parametrize("width", [512, 1536, 2 * 1344])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True),
+                                               (True, True, True)])
+def test_fla_backend_matches_reference(width, dtype, act, residual, bias):
+    """``model.canon.backend=fla`` (fla's ShortConvolution kernel): y, dx, dw, db against the
+    reference, kernels 4 and 3, a length that is no multiple of its blocks."""
+    from playground.kernels import fla_canon_kernel
+
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    compare(fla_canon_kernel(), "cuda", dtype, (2, 2048, width, 4), act, residual, bias, tol)
+    compare(fla_canon_kernel(), "cuda", dtype, (1, 77, width, 3), act, residual, bias, tol)

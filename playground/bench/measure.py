@@ -381,7 +381,7 @@ def canon_speed(widths: list[int], batch: int = 16, context: int = 2048,
     """Forward + backward time of one Canon layer (kernel 4, residual) per backend and width:
     ``us`` the wall clock per call as an eager caller pays it (host dispatch included),
     ``device_us`` the GPU kernels' time alone (profiler), ``floor_us`` the memory floor."""
-    from playground.kernels import canon_kernel, causal_conv1d_kernel
+    from playground.kernels import canon_kernel, causal_conv1d_kernel, fla_canon_kernel
     from playground.layers.canon import causal_conv, causal_conv_shifted
 
     device = torch.device("cuda")
@@ -392,6 +392,8 @@ def canon_speed(widths: list[int], batch: int = 16, context: int = 2048,
         backends["triton (ours)"] = lambda x, w: canon_kernel()(x, w, None, False, True)
     if causal_conv1d_kernel() is not None:  # the package of the paper's code, where installed
         backends["causal-conv1d"] = lambda x, w: causal_conv1d_kernel()(x, w, None, False, True)
+    if fla_canon_kernel() is not None:  # fla's ShortConvolution kernel, where installed
+        backends["fla ShortConvolution"] = lambda x, w: fla_canon_kernel()(x, w, None, False, True)
     rows = []
     for c in widths:
         x = torch.randn(batch, context, c, device=device, dtype=dtype, requires_grad=True)

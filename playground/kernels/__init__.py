@@ -43,6 +43,18 @@ def _causal_conv1d():
 
 
 _CAUSAL_CONV1D = _causal_conv1d()
+
+
+def _fla_canon():
+    """``adapters.fla_canon`` where fla imports and CUDA is there, else None."""
+    import torch
+
+    from playground.kernels import adapters
+
+    return adapters.fla_canon if torch.cuda.is_available() and adapters.available("fla") else None
+
+
+_FLA_CANON = _fla_canon()
 _DYNAMIC_CANON = _load("dynamic_canon_triton", "dynamic_canon")
 
 
@@ -69,6 +81,11 @@ def norm_canon_kernel():
 def causal_conv1d_kernel():
     """Canon through causal-conv1d (``model.canon.backend=causal_conv1d``), or None."""
     return _CAUSAL_CONV1D
+
+
+def fla_canon_kernel():
+    """Canon through fla's ``ShortConvolution`` kernel (``model.canon.backend=fla``), or None."""
+    return _FLA_CANON
 
 
 def dynamic_canon_kernel():

@@ -8,7 +8,8 @@
   then enters the package without running its ``__init__``, which imports them.
 - Gated DeltaNet: ``fla.ops.gated_delta_rule.chunk_gated_delta_rule``.
 - Canon through ``causal_conv1d.causal_conv1d_fn`` (the package of the paper's code release;
-  ``model.canon.backend=causal_conv1d``), for comparison with our kernel.
+  ``model.canon.backend=causal_conv1d``) and through fla's ``ShortConvolution`` kernel
+  (``fla.modules.causal_conv1d``, Triton; ``model.canon.backend=fla``), for comparison with ours.
 
 Nothing here is imported on CPU: :func:`pick_backend` looks for the packages only when the
 input lives on a CUDA device, so CPU-only use never touches Triton. Each kernel is tested equal
@@ -311,3 +312,17 @@ def causal_conv1d_canon(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | N
                          None if bias is None else bias.to(x.dtype),
                          activation="silu" if act else None).transpose(1, 2)
     return x + z if residual else z
+
+
+def fla_canon(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, act: bool,
+              residual: bool) -> torch.Tensor:
+    """A static Canon layer through fla's ``ShortConvolution`` kernel (``causal_conv1d`` of
+    ``fla.modules``, its Triton backend): x [B, T, C], w [C, K] (the last tap on the current token,
+    as ours), y = x + act(conv(x) + bias) or without x; fla adds the residual inside its kernel.
+    The taps and bias are cast to x's dtype, as the PyTorch reference does."""
+    from fla.modules.causal_conv1d import causal_conv1d
+
+    y, _ = causal_conv1d(x=x, weight=w.to(x.dtype), bias=None if bias is None else bias.to(x.dtype),
+                         residual=x if residual else None, activation="silu" if act else None,
+                         backend="triton")
+    return y

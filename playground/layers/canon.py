@@ -31,6 +31,7 @@ from playground.kernels import (
     canon_rope_kernel,
     causal_conv1d_kernel,
     dynamic_canon_kernel,
+    fla_canon_kernel,
     norm_canon_kernel,
 )
 from playground.layers.norms import rms_scale
@@ -80,13 +81,16 @@ def finish(cfg: CanonConfig, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 NAMED_BACKENDS = {"triton": "triton (the gpu extra)", "fused": "triton (the gpu extra)",
                   "causal_conv1d": "the causal-conv1d package (its extra: "
-                                   "docs/usage.md#optional-packages)"}
+                                   "docs/usage.md#optional-packages)",
+                  "fla": "fla-core (the gpu extra)"}
 # The fused kernels (a Canon layer that also does its reader's or its feeder's work) each backend
 # runs; the others run the plain Canon kernel. auto: Canon-B with the head split and RoPE where
 # RoPE turns every dim of every head (``Rotary.whole``) — faster than the plain kernel with RoPE
 # apart; with a partial rotation its backward is slower, without one it is not measured — and
 # Canon-A/C with the RMSNorm before them (docs/PERFORMANCE.md). fused: every fusion (the least
 # memory: Canon-D + SwiGLU keeps no output).
+# The backends that run another project's kernel for the plain Canon layer (for comparison).
+EXTERNAL = {"causal_conv1d": causal_conv1d_kernel, "fla": fla_canon_kernel}
 FUSIONS = {"auto": ("rope", "norm"), "fused": ("rope", "rope_partial", "glu", "norm")}
 
 
@@ -181,7 +185,7 @@ class Canon(CanonReads, nn.Module):
 
     def forward(self, x: torch.Tensor, seq=None, h: torch.Tensor | None = None) -> torch.Tensor:
         """x: [B, T, C] -> [B, T, C] (``h`` is for dynamic Canon; a static layer ignores it)."""
-        find = causal_conv1d_kernel if self.cfg.backend == "causal_conv1d" else canon_kernel
+        find = EXTERNAL.get(self.cfg.backend, canon_kernel)
         if seq is None and (kernel := pick_kernel(self.cfg, x, find)) is not None:
             return kernel(x.contiguous(), self.weight, self.bias, self.cfg.activation == "silu",
                           self.cfg.residual)
