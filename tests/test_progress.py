@@ -242,6 +242,27 @@ def test_a_local_sweep_with_a_deadline_starts_only_the_runs_that_end_in_time(
     assert (1, 2) in asked  # seed 1 was first held against a GPU shared with seed 0: 40 s
 
 
+def test_a_deadline_sweep_learns_from_its_finished_runs(tmp_path, monkeypatch, capsys):
+    """The same sweep, where finished runs count whatever their length: the first run takes a
+    fraction of its estimate, so the rest of its kind are expected to take that fraction (× the
+    calibrated margin) and all four start; the sweep says by how much it rescaled."""
+    real = subprocess.Popen
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda command, **kw: real(
+        [sys.executable, "-c", "import time; time.sleep(0.3)"], **kw))
+    monkeypatch.setattr(launch, "CALIBRATE_AFTER_S", 0.0)
+    runs = [["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+            for s in range(4)]
+    assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=2, deadline=25.0,
+                            wall=lambda config, sharing: 10.0 * (config.seed + 1) * sharing) == 0
+    out = capsys.readouterr().out
+    assert sorted(re.findall(r"^run \d/4: (s\d) exit 0", out, re.M)) == ["s0", "s1", "s2", "s3"]
+    ratio = re.search(r"^deadline: attention/depo runs take up to ×([\d.]+) of their estimate; "
+                      r"the next are expected to take their estimate × ([\d.]+)$", out, re.M)
+    assert ratio and 0 < float(ratio[1]) < 1, out  # 0.3 s and more of an estimated 10 / 1.5 s
+    assert float(ratio[2]) == pytest.approx(float(ratio[1]) * launch.CALIBRATED_MARGIN, abs=0.01)
+    assert "not started" not in out
+
+
 def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
     from playground.sweep import cli
     from playground.sweep.cli import main

@@ -43,6 +43,11 @@ NOT_LAUNCHED = "not_launched.json"  # in the log dir: the runs the last launch d
 # deadline=: a run's estimated wall time is multiplied by this before it is held against the
 # deadline (estimates read 0.67-1.25 of the actual per panel: docs/bench/2026-11-26-cost-estimate)
 DEADLINE_MARGIN = 1.5
+# Once runs of a kind (mixer, task) have finished, a run of that kind is expected to take its
+# estimate × the largest measured/estimated ratio among them × this margin instead; runs shorter
+# than CALIBRATE_AFTER_S (start-up dominated) do not count.
+CALIBRATED_MARGIN = 1.15
+CALIBRATE_AFTER_S = 60.0
 
 
 def launcher_overrides(launcher: str) -> list[str]:
@@ -207,8 +212,9 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     runs planned first (:func:`plan`) and each attempt's output in a log of its own; returns the
     failures: runs not launched, and runs whose process ended with an error. With ``deadline``
     (seconds from now), a run starts only if ``wall(config, runs sharing its GPU then)`` seconds
-    end before it; the runs that never fit are listed at the end, not counted as failures (the
-    same command starts them later)."""
+    end before it, that wall time rescaled once runs of its kind have finished (:func:`_kind`,
+    ``CALIBRATED_MARGIN``); the runs that never fit are listed at the end, not counted as
+    failures (the same command starts them later)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     planned = plan(runs)
     failures = report_not_launched(planned, log_dir)
@@ -227,46 +233,70 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
               + (f"; a run starts only if expected to end within deadline={deadline:g} s"
                  if deadline is not None else ""), flush=True)
     walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> expected seconds
+    ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated seconds
 
-    def next_start() -> tuple[int, str] | None:
-        """The queue's first run that may start now, and its slot (the least shared GPU)."""
+    def expected(run: Planned, sharing: int) -> float:
+        """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
+        once runs of its kind have finished, its estimate (``wall`` less the margin) × their
+        largest measured ratio × ``CALIBRATED_MARGIN``."""
+        key = (id(run), sharing)
+        if key not in walls:
+            try:
+                walls[key] = wall(run.config, sharing)
+            except (ValueError, KeyError, AttributeError):  # no estimate: never in time
+                walls[key] = math.inf
+        ratio = ratios.get(_kind(run.config))
+        return walls[key] if ratio is None else (
+            walls[key] / DEADLINE_MARGIN * ratio * CALIBRATED_MARGIN)
+
+    def next_start() -> tuple[int, str, int] | None:
+        """The queue's first run that may start now, its slot (the least shared GPU) and the
+        runs that would share that GPU with it."""
         if not free:
             return None
         sharing = {g: 1 + sum(a[0] == g for a in active.values()) for g in set(free)}
         gpu = min(free, key=sharing.__getitem__)
         if deadline is None:
-            return 0, gpu
+            return 0, gpu, sharing[gpu]
         left = deadline - (time.monotonic() - began)
         for i, run in enumerate(queue):
-            key = (id(run), sharing[gpu])
-            if key not in walls:
-                try:
-                    walls[key] = wall(run.config, sharing[gpu])
-                except (ValueError, KeyError, AttributeError):  # no estimate: never in time
-                    walls[key] = math.inf
-            if walls[key] <= left:
-                return i, gpu
+            if expected(run, sharing[gpu]) <= left:
+                return i, gpu, sharing[gpu]
         return None
+
+    def calibrate(run: Planned, sharing: int, took: float) -> None:
+        """Keep the largest measured / estimated ratio of ``run``'s kind (deadline only)."""
+        estimated = walls.get((id(run), sharing), math.inf) / DEADLINE_MARGIN
+        if deadline is None or took < CALIBRATE_AFTER_S or not math.isfinite(estimated):
+            return
+        kind = _kind(run.config)
+        if took / estimated > ratios.get(kind, 0.0):
+            ratios[kind] = took / estimated
+            print(f"deadline: {'/'.join(kind)} runs take up to ×{ratios[kind]:.2f} of their "
+                  f"estimate; the next are expected to take their estimate × "
+                  f"{ratios[kind] * CALIBRATED_MARGIN:.2f}", flush=True)
 
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
             while queue and (start := next_start()) is not None:
                 run = queue.pop(start[0])
-                gpu = free.pop(free.index(start[1]))
+                gpu, sharing = free.pop(free.index(start[1])), start[2]
                 env = {**os.environ, HOST_RUNS: str(slots),
                        **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 # closed when it ends
                 log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115
                 command = [sys.executable, "-m", "playground.run.train", *run.overrides]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-                active[proc] = (gpu, log, run, time.monotonic())
+                active[proc] = (gpu, log, run, time.monotonic(), sharing)
             for proc in [p for p in active if p.poll() is not None]:
-                gpu, log, run, start = active.pop(proc)
+                gpu, log, run, start, sharing = active.pop(proc)
                 log.close()
                 free.append(gpu)
                 failures += proc.returncode != 0
                 durations.append(time.monotonic() - start)
+                if proc.returncode == 0:
+                    calibrate(run, sharing, durations[-1])
                 label = f"{len(durations)}/{total}: {run.out.name}"
                 line = ended(run, proc.returncode, Path(log.name), label, durations[-1])[1]
                 done = progress_text(durations, total, slots, time.monotonic() - began)
@@ -281,7 +311,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
         for proc in active:
             proc.send_signal(signal.SIGTERM)
-        for proc, (_, log, run, _) in active.items():
+        for proc, (_, log, run, _, _) in active.items():
             proc.wait()
             log.close()
             record_end(run.out, proc.returncode, Path(log.name))
@@ -291,6 +321,15 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     finally:
         signal.signal(signal.SIGTERM, previous)
     return failures
+
+
+def _kind(config: DictConfig) -> tuple[str, str]:
+    """What a run's estimate error depends on most: its mixer and its task (the estimate read
+    0.67–1.25 of the actual per panel and backbone, docs/bench/2026-11-26-cost-estimate)."""
+    try:
+        return str(config.model.mixer.name), str(config.task.name)
+    except AttributeError:  # a config without them (tests' stand-ins): one kind for all
+        return "", ""
 
 
 def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None) -> list[int]:

@@ -18,12 +18,12 @@ from playground.sweep.cost import Shape, estimate
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else "results/mini/runs")
 # Groups that ran on several GPUs (their campaign READMEs): first start (UTC, minute) -> GPUs
 GPUS = {"2026-11-26T16:23": 2, "2026-11-26T19:44": 2, "2026-11-26T23:02": 4,
-        "2026-11-27T05:57": 4}
+        "2026-11-27T05:57": 4, "2026-11-27T09:08": 4}
 DEVICE = {"2026-11-24T16:03": "H200", "2026-11-24T21:20": "H200", "2026-11-24T21:29": "H200",
           "2026-11-25T02:01": "H100", "2026-11-25T02:22": "H100", "2026-11-25T09:40": "H100 (MPS)",
           "2026-11-26T16:23": "2xH100", "2026-11-26T16:47": "H100", "2026-11-26T19:44": "2xH100",
           "2026-11-26T23:02": "4xH200",
-          "2026-11-27T05:57": "4xH200"}
+          "2026-11-27T05:57": "4xH200", "2026-11-27T09:08": "4xH200"}
 
 runs = []
 for summary in sorted(ROOT.glob("*/*/summary.json")):
