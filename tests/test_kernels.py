@@ -679,13 +679,13 @@ def test_causal_conv1d_backend_matches_reference(width, dtype, act, residual, bi
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.skipif(importlib.util.find_spec("fla") is None, reason="fla-core is not installed")
-@pytest.mark.parametrize("width", [512, 1536, 2 * 1344])
+@pytest.mark.parametrize("width", [512, 2 * 1344])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True),
-                                               (True, True, True)])
+@pytest.mark.parametrize("act,residual,bias", [(False, True, False), (True, False, True)])
 def test_fla_backend_matches_reference(width, dtype, act, residual, bias):
     """``model.canon.backend=fla`` (fla's ShortConvolution kernel): y, dx, dw, db against the
-    reference, kernels 4 and 3, a length that is no multiple of its blocks."""
+    reference, kernels 4 and 3, a length that is no multiple of its blocks. Eight cases: fla
+    autotunes every new width and kernel (6 cases of a larger grid took 150 s on an H200)."""
     from playground.kernels import fla_canon_kernel
 
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
