@@ -290,6 +290,11 @@ def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():
     assert len(fig.axes) == 8 and len(shown) == 6  # 2 rows of 4, the last 2 blank
     assert [ax.get_title().split(":")[0] for ax in shown] == [f"R{i}" for i in range(6)]
     assert "2 cells without runs not drawn" in fig._suptitle.get_text()
+    assert all(ax.get_ylim() == (0, 100) for ax in shown)  # accuracies share one axis
+    tall = fnd.figure(pd.DataFrame([row(i, "0.1;0.2", "0.9;0.8") for i in range(18)]), "4")
+    tall.canvas.draw()  # five rows: the title stays above the first row's panel titles
+    assert max(ax.title.get_window_extent().y1 for ax in tall.axes) <= (
+        tall._suptitle.get_window_extent().y0)
     assert fnd.figure(table, "5").axes[0].get_title().startswith("R8")
     empty = fnd.figure(table[table["id"] == "R6"], "4")
     assert [t.get_text() for t in empty.axes[0].texts] == ["no runs yet"]

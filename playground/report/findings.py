@@ -459,7 +459,8 @@ def _margin_text(row: pd.Series, percent: bool) -> str:
 def figure(table: pd.DataFrame, result: str):
     """Result ``result``'s findings: one panel per finding and cell with runs (at most
     ``FIGURE_COLUMNS`` a row), each side's per-seed values as points over a bar of their mean,
-    the chance level dashed, the verdict in the title; the cells without a run are counted in
+    the chance level dashed, the verdict in the title, accuracies on one 0–100 % axis (a few
+    points apart near chance look as small as they are); the cells without a run are counted in
     the figure's title, not drawn."""
     import matplotlib.pyplot as plt
 
@@ -482,21 +483,25 @@ def figure(table: pd.DataFrame, result: str):
                 ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))],
                            values, color="black", s=14, zorder=3)
             else:
-                ax.text(x, 0, "no run", ha="center", va="bottom", fontsize=7)
+                ax.text(x, 0.02, "no run", ha="center", va="bottom", fontsize=7,
+                        transform=ax.get_xaxis_transform())
         if pd.notna(r["chance"]) and r["chance"] is not None:
             ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
             ax.text(1.45, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="right",
                     va="bottom")
         ax.set_xticks([0, 1], [_wrap(r["a"]), _wrap(r["b"])], fontsize=6)
+        ax.set_xlim(-0.6, 1.6)  # both sides' places, also where one has no run
         ax.set_ylabel(f"{r['metric']} ({'%' if percent else 'lower is better'})", fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
+        if percent:
+            ax.set_ylim(0, 100)
         ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']} "
                      f"(n = {r['seeds_a']} / {r['seeds_b']})", fontsize=7)
     untested = len(rows) - len(drawn)
     fig.suptitle(f"Result {result} at the mini probe cells (points: seeds; bar: mean)"
                  + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
                     if untested else ""), fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # room for the title
     return fig
 
 
