@@ -321,6 +321,19 @@ def test_local_launcher_starts_the_costliest_runs_first():
     assert ties == sorted(ties)
 
 
+def test_the_costliest_first_knows_a_slow_mixer():
+    """Two runs of one shape: the GLA run's estimate is longer than the Llama run's, so it starts
+    first although their layers, widths and tokens are the same."""
+    from playground.sweep.cost import estimate
+    from playground.sweep.launch import longest_first
+
+    runs = [["task=mano", "size=8L512D", "train.compile=true"],
+            ["task=mano", "size=8L512D", "train.compile=true", "mixer=gla"]]
+    configs = [compose(r) for r in runs]
+    assert estimate(configs[1], 1).gpu_s > estimate(configs[0], 1).gpu_s
+    assert longest_first(runs, configs) == [1, 0]
+
+
 def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
     """A sweep started with CUDA_VISIBLE_DEVICES=2,3 sends its runs to GPUs 2 and 3 (several
     sweeps can share one host side by side), and refuses more GPUs than it may see."""

@@ -333,17 +333,24 @@ def _kind(config: DictConfig) -> tuple[str, str]:
 
 
 def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None) -> list[int]:
-    """The runs' indices, costliest first (layers × width² × training tokens of each composed
-    config, ``configs`` if given; ties keep the sweep's order). With more runs than slots,
-    starting the long runs first keeps every slot busy to the end instead of leaving the longest
-    runs alone at the tail."""
+    """The runs' indices, costliest first (``configs``: the runs' composed configs, if at hand).
+    The cost is each run's estimated GPU-seconds alone (``playground.sweep.cost``, which knows
+    that a GLA or Mamba2 step is slower than a Llama step of the same size), then layers × width²
+    × training tokens (which orders the runs the estimate ties: small models whose step is
+    host-bound); without an estimate for every run, the latter alone. Ties keep the sweep's
+    order. With more runs than slots, starting the long runs first keeps every slot busy to the
+    end instead of leaving the longest runs alone at the tail."""
     from playground.config import compose
+    from playground.sweep.cost import estimate
 
-    def cost(c: DictConfig) -> int:
-        return (c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size
-                * c.task.context)
-
-    costs = [cost(c) for c in (configs or [compose(r) for r in runs])]
+    configs = configs or [compose(r) for r in runs]
+    work = [c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size
+            * c.task.context for c in configs]
+    try:
+        seconds = [round(estimate(c, 1).gpu_s) for c in configs]
+    except (ValueError, KeyError, AttributeError):  # a run without an estimate: the shapes alone
+        seconds = [0] * len(configs)
+    costs = list(zip(seconds, work))
     return sorted(range(len(runs)), key=costs.__getitem__, reverse=True)  # stable: ties keep order
 
 
