@@ -263,6 +263,27 @@ def test_a_deadline_sweep_learns_from_its_finished_runs(tmp_path, monkeypatch, c
     assert "not started" not in out
 
 
+def test_the_simulated_launch_follows_the_deadline_rule(tmp_path, monkeypatch):
+    """``launch.simulate``: each run takes its estimate (the wall time less the margin). Seed 0
+    (10 s with the margin, 6.7 s estimated) ends at 6.7 s; seed 1 alone (20 s) no longer fits
+    in the 18.3 s left, unless finished runs rescale their kind: then 13.3 × 1.15 s does, and
+    seed 1 runs from 6.7 to 20 s."""
+    runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+                        for s in range(4)])
+
+    def wall(config, sharing):
+        return 10.0 * (config.seed + 1) * sharing
+
+    started, left = launch.simulate(runs, 1, 2, 25.0, wall)
+    assert [(r.config.seed, a, round(b, 2)) for r, a, b in started] == [(0, 0.0, 6.67)]
+    assert [r.config.seed for r in left] == [1, 2, 3]
+    monkeypatch.setattr(launch, "CALIBRATE_AFTER_S", 0.0)
+    started, left = launch.simulate(runs, 1, 2, 25.0, wall)
+    assert [(r.config.seed, round(a, 2), round(b, 2)) for r, a, b in started] == [
+        (0, 0.0, 6.67), (1, 6.67, 20.0)]
+    assert [r.config.seed for r in left] == [2, 3]
+
+
 def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
     from playground.sweep import cli
     from playground.sweep.cli import main

@@ -126,3 +126,24 @@ def test_dry_run_prints_the_estimate(tmp_path, monkeypatch, capsys):
                       r"sweep\), at (H[0-9/H]+) throughput from docs/bench/", out)
     assert total and float(total[1]) == float(total[2]) > 0, out
     assert not (tmp_path / "results").exists()  # nothing launched
+
+
+def test_a_dry_run_with_a_deadline_says_what_a_launch_would_start(tmp_path, monkeypatch, capsys):
+    """``deadline=`` in a dry run: how many runs a local launch would start if each took its
+    estimate, on the GPUs asked for (here none is visible: one, and it says so)."""
+    from playground.sweep import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_gpu_count", lambda: 0)
+    argv = ["fig7", "scale=cpu", "panels=depo1_K8", "variants=llama_rope", "size=2L64D",
+            "train.lr=3e-3", "dry_run=true", "launcher=local", "per_gpu=2"]
+    cli.main([*argv, "deadline=1000000"])
+    out = capsys.readouterr().out
+    assert ("with deadline=1e+06 on 1 GPU (none visible: gpus= sets how many), 2 a GPU, if each "
+            "run took its estimate: 3 of 3 runs would start, the last ending at ") in out
+    cli.main([*argv, "deadline=1", "gpus=3"])
+    out = capsys.readouterr().out
+    assert "on 3 GPUs, 2 a GPU, if each run took its estimate: 0 of 3 runs would start" in out
+    assert re.search(r"would start; left for a later launch: (depo_tiny_\S+, ){2}depo_tiny_\S+$",
+                     out, re.M), out
+    assert not (tmp_path / "results").exists()

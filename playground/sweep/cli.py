@@ -23,6 +23,7 @@ from playground.sweep.launch import (
     plan,
     run_local,
     run_multiruns,
+    simulate,
 )
 from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
 
@@ -48,7 +49,7 @@ def cmd_sweep(args: Args) -> int:
     runs = sweep.runs()
     print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> {sweep.folder}/")
     if dry:
-        dry_run(sweep, runs, launcher, per_gpu if launcher == "local" else 1)
+        dry_run(sweep, runs, launcher, per_gpu if launcher == "local" else 1, gpus, deadline)
         return 0
     logs = sweep.folder / LOG_DIR
     if launcher == "local":
@@ -73,7 +74,7 @@ def deadline_s(args: Args, launcher: str, dry: bool) -> float | None:
     if dry:
         print(f"deadline={value:g}: the launch starts a run only if its estimated time (the "
               f"estimate below, per run, × the runs sharing its GPU × {DEADLINE_MARGIN:g}) ends "
-              "before it; the dry run lists every run")
+              "before it; the dry run lists every run, then the runs a launch would start")
     return value
 
 
@@ -104,7 +105,7 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     runs = needed_runs(load_findings(path, args["results"]), root)
     print(f"findings {path.name}: {len(runs)} runs to do under {root}/")
     if dry:
-        dry_run(None, runs, launcher, per_gpu)  # each run, then the estimated GPU-hours
+        dry_run(None, runs, launcher, per_gpu, gpus, deadline)  # each run, the GPU-hours
         return 0
     logs = Path(root) / ".findings_logs"
     failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline) if runs else 0
@@ -112,11 +113,13 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     return 1 if failures else 0
 
 
-def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1) -> None:
+def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1,
+            gpus: int = 0, deadline: float | None = None) -> None:
     """List the runs, each marked ``todo``, ``done`` (its directory holds a finished summary:
     the launch would skip it) or ``not launchable`` (with why: ``launch.plan``), and how many
     are left; then the estimated GPU-hours per panel and in all (``playground.sweep.cost``, from
-    the configs the plan composed), with what the estimate assumed."""
+    the configs the plan composed), with what the estimate assumed; with ``deadline``, the runs
+    a local launch on ``gpus`` GPUs would start if each took its estimate (:func:`plan_hold`)."""
     from playground.run.train import finished_summary
 
     done, costs = 0, []
@@ -131,10 +134,28 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
         costs.append((run, finished))
     print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
     print_estimate(costs, per_gpu)
+    if deadline is not None:
+        plan_hold([run for run, finished in costs if not finished], gpus, per_gpu, deadline)
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
         cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm",
                "--cfg", "hydra", "--package", "hydra.launcher"]
         print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float) -> None:
+    """Print what a local launch with ``deadline`` would start on ``gpus`` GPUs (else the
+    visible ones, else one) if every run took its estimate (``launch.simulate``): how many, when
+    the last would end, and the runs left for a later launch."""
+    count = gpus or _gpu_count() or 1
+    started, left = simulate(todo, count, per_gpu, deadline)
+    where = f"{count} GPU{'s' * (count > 1)}" + ("" if gpus or _gpu_count() else
+                                                " (none visible: gpus= sets how many)")
+    last = max((end for _, _, end in started), default=0.0)
+    print(f"with deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "
+          f"estimate: {len(started)} of {len(todo)} runs would start"
+          + (f", the last ending at {last:,.0f} s" if started else "")
+          + ("; left for a later launch: " + ", ".join(run.out.name for run in left)
+             if left else ""))
 
 
 def print_estimate(costs: list, per_gpu: int) -> None:

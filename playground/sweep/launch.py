@@ -206,83 +206,133 @@ def expected_wall(config: DictConfig, sharing: int) -> float:
     return estimate(config, sharing).gpu_s * sharing * DEADLINE_MARGIN
 
 
+class Slots:
+    """The slots of a local launch (``per_gpu`` on each of ``devices``) and its deadline rule:
+    where the next run starts and whether it is expected to end in time. The launcher and the
+    dry run's :func:`simulate` share it. With ``deadline`` (seconds after the launch), a run
+    starts only if ``wall(config, runs sharing its GPU then)`` seconds end before it, that wall
+    time rescaled once runs of its kind have finished (:func:`_kind`, ``CALIBRATED_MARGIN``)."""
+
+    def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
+                 wall=expected_wall, say=print):
+        self.free = [d for _ in range(per_gpu) for d in devices]
+        self.busy: list[str] = []  # the GPU of each running run
+        self.deadline, self.wall, self.say = deadline, wall, say
+        self.walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> seconds
+        self.ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
+
+    def expected(self, run: Planned, sharing: int) -> float:
+        """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
+        once runs of its kind have finished, its estimate (``wall`` less the margin) × their
+        largest measured ratio × ``CALIBRATED_MARGIN``."""
+        key = (id(run), sharing)
+        if key not in self.walls:
+            try:
+                self.walls[key] = self.wall(run.config, sharing)
+            except (ValueError, KeyError, AttributeError):  # no estimate: never in time
+                self.walls[key] = math.inf
+        ratio = self.ratios.get(_kind(run.config))
+        return self.walls[key] if ratio is None else (
+            self.walls[key] / DEADLINE_MARGIN * ratio * CALIBRATED_MARGIN)
+
+    def next_start(self, queue: list[Planned], elapsed: float) -> tuple[int, str, int] | None:
+        """The queue's first run that may start ``elapsed`` seconds after the launch, its slot
+        (the least shared GPU) and the runs that would share that GPU with it."""
+        if not self.free:
+            return None
+        sharing = {g: 1 + self.busy.count(g) for g in set(self.free)}
+        gpu = min(self.free, key=sharing.__getitem__)
+        if self.deadline is None:
+            return 0, gpu, sharing[gpu]
+        for i, run in enumerate(queue):
+            if self.expected(run, sharing[gpu]) <= self.deadline - elapsed:
+                return i, gpu, sharing[gpu]
+        return None
+
+    def take(self, gpu: str) -> None:
+        self.free.remove(gpu)
+        self.busy.append(gpu)
+
+    def give(self, gpu: str) -> None:
+        self.busy.remove(gpu)
+        self.free.append(gpu)
+
+    def calibrate(self, run: Planned, sharing: int, took: float) -> None:
+        """Keep the largest measured / estimated ratio of ``run``'s kind (deadline only)."""
+        estimated = self.walls.get((id(run), sharing), math.inf) / DEADLINE_MARGIN
+        if self.deadline is None or took < CALIBRATE_AFTER_S or not math.isfinite(estimated):
+            return
+        kind = _kind(run.config)
+        if took / estimated > self.ratios.get(kind, 0.0):
+            self.ratios[kind] = took / estimated
+            self.say(f"deadline: {'/'.join(kind)} runs take up to ×{self.ratios[kind]:.2f} of "
+                     f"their estimate; the next are expected to take their estimate × "
+                     f"{self.ratios[kind] * CALIBRATED_MARGIN:.2f}")
+
+
+def in_launch_order(todo: list[Planned], slots: int) -> list[Planned]:
+    """The planned runs in the order a local launch starts them: costliest first where there
+    are more runs than slots (:func:`longest_first`)."""
+    if len(todo) <= slots:
+        return list(todo)
+    return [todo[i] for i in longest_first([p.overrides for p in todo], [p.config for p in todo])]
+
+
+def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float,
+             wall=expected_wall) -> tuple[list[tuple[Planned, float, float]], list[Planned]]:
+    """The launch ``run_local`` would make of the planned runs ``todo`` with ``deadline`` on
+    ``gpus`` GPUs if every run took its estimate at the sharing it starts with (``wall`` less
+    the margin; so the rescaling of finished runs' kinds, by 1, leaves ``CALIBRATED_MARGIN``):
+    (run, start, end) of each run that would start, in start order, and the runs that would
+    not."""
+    slots = Slots([str(g) for g in range(gpus)], per_gpu, deadline, wall, say=lambda _: None)
+    queue = in_launch_order(todo, len(slots.free))
+    started, running, now = [], [], 0.0  # running: (end, gpu, run, sharing)
+    while True:
+        while queue and (start := slots.next_start(queue, now)) is not None:
+            run, (_, gpu, sharing) = queue.pop(start[0]), start
+            slots.take(gpu)
+            took = slots.walls[(id(run), sharing)] / DEADLINE_MARGIN
+            running.append((now + took, gpu, run, sharing))
+            started.append((run, now, now + took))
+        if not running:
+            return started, queue
+        running.sort(key=lambda r: r[0])
+        now, gpu, run, sharing = running.pop(0)
+        slots.give(gpu)
+        slots.calibrate(run, sharing, slots.walls[(id(run), sharing)] / DEADLINE_MARGIN)
+
+
 def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
               deadline: float | None = None, wall=expected_wall) -> int:
     """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time, its
     runs planned first (:func:`plan`) and each attempt's output in a log of its own; returns the
     failures: runs not launched, and runs whose process ended with an error. With ``deadline``
-    (seconds from now), a run starts only if ``wall(config, runs sharing its GPU then)`` seconds
-    end before it, that wall time rescaled once runs of its kind have finished (:func:`_kind`,
-    ``CALIBRATED_MARGIN``); the runs that never fit are listed at the end, not counted as
-    failures (the same command starts them later)."""
+    (seconds from now), a run starts only if it is expected to end before it (:class:`Slots`);
+    the runs that never fit are listed at the end, not counted as failures (the same command
+    starts them later)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     planned = plan(runs)
     failures = report_not_launched(planned, log_dir)
-    todo = [p for p in planned if p.error is None]
-    devices = _device_ids(gpus)
-    free, active = [d for _ in range(per_gpu) for d in devices], {}
+    slots = Slots(_device_ids(gpus), per_gpu, deadline, wall,
+                   say=lambda line: print(line, flush=True))
     # runs at once: each run's automatic loader workers take its share of the cores
-    slots = len(free)
-    if len(todo) > len(free):
-        order = longest_first([p.overrides for p in todo], [p.config for p in todo])
-        todo = [todo[i] for i in order]
-    queue, total, durations, began = todo, len(todo), [], time.monotonic()
+    at_once = len(slots.free)
+    queue = in_launch_order([p for p in planned if p.error is None], at_once)
+    total, durations, began, active = len(queue), [], time.monotonic(), {}
     if total:
-        print(f"launching {total} run(s), {min(slots, total)} at a time; the output of each in "
+        print(f"launching {total} run(s), {min(at_once, total)} at a time; the output of each in "
               f"{log_dir}/<run>.<n>.log"
               + (f"; a run starts only if expected to end within deadline={deadline:g} s"
                  if deadline is not None else ""), flush=True)
-    walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> expected seconds
-    ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated seconds
-
-    def expected(run: Planned, sharing: int) -> float:
-        """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
-        once runs of its kind have finished, its estimate (``wall`` less the margin) × their
-        largest measured ratio × ``CALIBRATED_MARGIN``."""
-        key = (id(run), sharing)
-        if key not in walls:
-            try:
-                walls[key] = wall(run.config, sharing)
-            except (ValueError, KeyError, AttributeError):  # no estimate: never in time
-                walls[key] = math.inf
-        ratio = ratios.get(_kind(run.config))
-        return walls[key] if ratio is None else (
-            walls[key] / DEADLINE_MARGIN * ratio * CALIBRATED_MARGIN)
-
-    def next_start() -> tuple[int, str, int] | None:
-        """The queue's first run that may start now, its slot (the least shared GPU) and the
-        runs that would share that GPU with it."""
-        if not free:
-            return None
-        sharing = {g: 1 + sum(a[0] == g for a in active.values()) for g in set(free)}
-        gpu = min(free, key=sharing.__getitem__)
-        if deadline is None:
-            return 0, gpu, sharing[gpu]
-        left = deadline - (time.monotonic() - began)
-        for i, run in enumerate(queue):
-            if expected(run, sharing[gpu]) <= left:
-                return i, gpu, sharing[gpu]
-        return None
-
-    def calibrate(run: Planned, sharing: int, took: float) -> None:
-        """Keep the largest measured / estimated ratio of ``run``'s kind (deadline only)."""
-        estimated = walls.get((id(run), sharing), math.inf) / DEADLINE_MARGIN
-        if deadline is None or took < CALIBRATE_AFTER_S or not math.isfinite(estimated):
-            return
-        kind = _kind(run.config)
-        if took / estimated > ratios.get(kind, 0.0):
-            ratios[kind] = took / estimated
-            print(f"deadline: {'/'.join(kind)} runs take up to ×{ratios[kind]:.2f} of their "
-                  f"estimate; the next are expected to take their estimate × "
-                  f"{ratios[kind] * CALIBRATED_MARGIN:.2f}", flush=True)
-
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
-            while queue and (start := next_start()) is not None:
-                run = queue.pop(start[0])
-                gpu, sharing = free.pop(free.index(start[1])), start[2]
-                env = {**os.environ, HOST_RUNS: str(slots),
+            while queue and (start := slots.next_start(
+                    queue, time.monotonic() - began)) is not None:
+                run, (_, gpu, sharing) = queue.pop(start[0]), start
+                slots.take(gpu)
+                env = {**os.environ, HOST_RUNS: str(at_once),
                        **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 # closed when it ends
                 log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115
@@ -292,16 +342,17 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
             for proc in [p for p in active if p.poll() is not None]:
                 gpu, log, run, start, sharing = active.pop(proc)
                 log.close()
-                free.append(gpu)
+                slots.give(gpu)
                 failures += proc.returncode != 0
                 durations.append(time.monotonic() - start)
                 if proc.returncode == 0:
-                    calibrate(run, sharing, durations[-1])
+                    slots.calibrate(run, sharing, durations[-1])
                 label = f"{len(durations)}/{total}: {run.out.name}"
                 line = ended(run, proc.returncode, Path(log.name), label, durations[-1])[1]
-                done = progress_text(durations, total, slots, time.monotonic() - began)
+                done = progress_text(durations, total, at_once, time.monotonic() - began)
                 print(f"{line}; {done}", flush=True)
-            if not active and queue and next_start() is None:
+            if not active and queue and slots.next_start(
+                    queue, time.monotonic() - began) is None:
                 break  # nothing runs and nothing left fits before the deadline
             time.sleep(0.2)
         if queue:
