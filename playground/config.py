@@ -161,11 +161,9 @@ class CanonConfig:
         if self.backend == "causal_conv1d":
             check(2 <= self.kernel <= 4, "model.canon.kernel", self.kernel,
                   "2, 3 or 4 with model.canon.backend=causal_conv1d (the widths it is built for)")
+        if self.backend in ("causal_conv1d", "fla"):  # another project's kernel
             check(self.dynamic == "none", "model.canon.dynamic", self.dynamic,
-                  "none with model.canon.backend=causal_conv1d (its filters are static)")
-        if self.backend == "fla":
-            check(self.dynamic == "none", "model.canon.dynamic", self.dynamic,
-                  "none with model.canon.backend=fla (its filters are static)")
+                  f"none with model.canon.backend={self.backend} (its filters are static)")
         check(self.dynamic in DYNAMIC, "model.canon.dynamic", self.dynamic, f"one of {DYNAMIC}")
         check(self.rank >= 1, "model.canon.rank", self.rank, "an integer >= 1")
         check(self.group >= 1, "model.canon.group", self.group, "an integer >= 1")

@@ -32,29 +32,18 @@ _CANON_ROPE = _load("canon_triton", "canon_rope")
 _NORM_CANON = _load("norm_canon_triton", "norm_canon")
 
 
-def _causal_conv1d():
-    """``adapters.causal_conv1d_canon`` where causal-conv1d imports and CUDA is there, else None."""
+def _adapter(package: str, name: str):
+    """``adapters.<name>`` where ``package`` imports and CUDA is there, else None."""
     import torch
 
     from playground.kernels import adapters
 
-    return (adapters.causal_conv1d_canon
-            if torch.cuda.is_available() and adapters.available("causal_conv1d") else None)
+    return (getattr(adapters, name)
+            if torch.cuda.is_available() and adapters.available(package) else None)
 
 
-_CAUSAL_CONV1D = _causal_conv1d()
-
-
-def _fla_canon():
-    """``adapters.fla_canon`` where fla imports and CUDA is there, else None."""
-    import torch
-
-    from playground.kernels import adapters
-
-    return adapters.fla_canon if torch.cuda.is_available() and adapters.available("fla") else None
-
-
-_FLA_CANON = _fla_canon()
+_CAUSAL_CONV1D = _adapter("causal_conv1d", "causal_conv1d_canon")
+_FLA_CANON = _adapter("fla", "fla_canon")
 _DYNAMIC_CANON = _load("dynamic_canon_triton", "dynamic_canon")
 
 

@@ -146,9 +146,10 @@ def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float) -> None:
     """Print what a local launch with ``deadline`` would start on ``gpus`` GPUs (else the
     visible ones, else one) if every run took its estimate (``launch.simulate``): how many, when
     the last would end, and the runs left for a later launch."""
-    count = gpus or _gpu_count() or 1
+    known = gpus or _gpu_count()
+    count = known or 1
     started, left = simulate(todo, count, per_gpu, deadline)
-    where = f"{count} GPU{'s' * (count > 1)}" + ("" if gpus or _gpu_count() else
+    where = f"{count} GPU{'s' * (count > 1)}" + ("" if known else
                                                 " (none visible: gpus= sets how many)")
     last = max((end for _, _, end in started), default=0.0)
     print(f"with deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "

@@ -287,20 +287,21 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float,
     not."""
     slots = Slots([str(g) for g in range(gpus)], per_gpu, deadline, wall, say=lambda _: None)
     queue = in_launch_order(todo, len(slots.free))
-    started, running, now = [], [], 0.0  # running: (end, gpu, run, sharing)
+    started, running, now = [], [], 0.0  # running: (end, gpu, run, sharing, took)
     while True:
         while queue and (start := slots.next_start(queue, now)) is not None:
             run, (_, gpu, sharing) = queue.pop(start[0]), start
             slots.take(gpu)
             took = slots.walls[(id(run), sharing)] / DEADLINE_MARGIN
-            running.append((now + took, gpu, run, sharing))
+            running.append((now + took, gpu, run, sharing, took))
             started.append((run, now, now + took))
         if not running:
             return started, queue
-        running.sort(key=lambda r: r[0])
-        now, gpu, run, sharing = running.pop(0)
+        first = min(running, key=lambda r: r[0])
+        running.remove(first)
+        now, gpu, run, sharing, took = first
         slots.give(gpu)
-        slots.calibrate(run, sharing, slots.walls[(id(run), sharing)] / DEADLINE_MARGIN)
+        slots.calibrate(run, sharing, took)
 
 
 def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
