@@ -458,7 +458,14 @@ def register() -> None:
     """Register the schemas (idempotent) and the ``pg_run_name`` resolver. A task or mixer
     without a preset file of its name under ``conf/`` gets its Config's defaults as the preset
     (``task=<name>`` works for a plug-in with no YAML at all)."""
+    if not OmegaConf.has_resolver("pg_run_name"):
+        OmegaConf.register_new_resolver("pg_run_name", lambda *, _root_: run_name(_root_))
     cs = ConfigStore.instance()
+    # storing takes ~0.1 s, once per compose otherwise: skip it while the store still holds what
+    # the same plug-ins (plugins() is cached) put there
+    key = tuple((kind, *plugins(kind).items()) for _, kind, _ in PLUGIN_GROUPS)
+    if cs.repo.get("base_config.yaml") is not None and _REGISTERED.get("plugins") == key:
+        return
     cs.store(name="base_config", node=Config)
     for group, kind, package in PLUGIN_GROUPS:
         for name, cls in plugins(kind).items():
@@ -467,8 +474,10 @@ def register() -> None:
                 cs.store(group=group, name=name, node=cls.Config, package=package)
     cs.store(group="canon", name="canon_schema", node=CanonConfig, package="model.canon")
     cs.store(group="train", name="train_schema", node=TrainConfig, package="train")
-    if not OmegaConf.has_resolver("pg_run_name"):
-        OmegaConf.register_new_resolver("pg_run_name", lambda *, _root_: run_name(_root_))
+    _REGISTERED["plugins"] = key
+
+
+_REGISTERED: dict[str, tuple] = {}  # what register() last stored (a cache, not a setting)
 
 
 def to_objects(cfg: DictConfig) -> Config:
@@ -542,6 +551,27 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
                 raise ConfigError(missing) from None
             detail = f" ({err.__cause__})".replace("\n", " ") if err.__cause__ else ""
             raise ConfigError(f"{err}{detail}".replace("\n", " ")) from None
+
+
+class Composer:
+    """:func:`compose` for the many runs of a sweep, each composed once for all its seeds:
+    ``seed`` is a plain value (no config group), so seed s's config is a copy of the seedless
+    composition with ``seed`` set to s, its interpolations (run name, ``out_dir``) resolving
+    lazily. A copy takes ~4 ms where composing takes ~0.2 s."""
+
+    def __init__(self):
+        self._seedless: dict[tuple[str, ...], DictConfig] = {}
+
+    def __call__(self, overrides: list[str]) -> DictConfig:
+        seeds = [o for o in overrides if o.startswith("seed=")]
+        if len(seeds) != 1 or not seeds[0].removeprefix("seed=").isdigit():
+            return compose(overrides)
+        rest = tuple(o for o in overrides if o not in seeds)
+        if rest not in self._seedless:
+            self._seedless[rest] = compose(overrides)
+        cfg = copy.deepcopy(self._seedless[rest])
+        cfg.seed = int(seeds[0].removeprefix("seed="))
+        return cfg
 
 
 def plugin_overrides(args: list[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from playground.config import CONF_DIR, compose, from_container, to_objects
+from playground.config import CONF_DIR, Composer, compose, from_container, to_objects
 from playground.model import build_model
 from playground.tasks import build_task
 
@@ -62,3 +62,22 @@ def test_keys_no_schema_has_are_refused_with_the_nearest_key():
         compose(["task=depo_tny"])
     check_group_options(["task=depo_tiny", "mixer=rope,nope", "train.lr=1e-3",
                          "size=8L512D"])  # fine
+
+
+def test_composer_is_compose_for_every_seed(tmp_path):
+    """A sweep's runs are composed once for all their seeds: each seed's config, resolved, is
+    what composing it whole gives (run name and out_dir included), and a copy of its own; a run
+    without one plain seed is composed whole."""
+    base = ["task=mqar_tiny", "size=2L64D", "canon=ABCD", f"out_dir={tmp_path}/${{run_name}}"]
+    composer = Composer()
+    seen = []
+    for seed in (2, 0, 7):
+        overrides = [*base[:2], f"seed={seed}", *base[2:]]
+        cfg = composer(overrides)
+        mine = OmegaConf.to_container(cfg, resolve=True)
+        assert mine == OmegaConf.to_container(compose(overrides), resolve=True)
+        assert mine["out_dir"].endswith(f"_s{seed}")
+        seen.append(cfg)
+    assert [c.seed for c in seen] == [2, 0, 7]  # copies: a later seed leaves earlier ones alone
+    assert len(composer._seedless) == 1
+    assert composer(base).seed == compose(base).seed and len(composer._seedless) == 1

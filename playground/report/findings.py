@@ -201,11 +201,11 @@ def side_runs(frame: pd.DataFrame, side: Side, cell: Cell, seeds: tuple[int, ...
 def needed_runs(findings: list[Finding], root: str) -> list[list[str]]:
     """The override lists of every sweep run some finding needs that has no finished summary
     under ``root`` (each once, in the findings' order)."""
-    from playground.config import compose
+    from playground.config import Composer
     from playground.run.train import finished_summary
     from playground.sweep.spec import find_sweep_file, load_sweep
 
-    todo, seen = [], set()
+    todo, seen, compose = [], set(), Composer()
     for finding in findings:
         for cell in finding.cells:
             for side in finding.sides:

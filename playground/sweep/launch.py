@@ -77,10 +77,10 @@ def plan(runs: list[list[str]], extra: list[str] = ()) -> list[Planned]:
     """Compose each run's config (with ``extra``, e.g. the launcher's overrides) and form its run
     directory (``runs.locate``), before anything is launched; a run for which either fails carries
     the error and is not launched."""
-    from playground.config import compose
+    from playground.config import Composer
     from playground.run.rundir import locate
 
-    planned = []
+    planned, compose = [], Composer()
     for index, overrides in enumerate(runs):
         try:
             config = compose([*overrides, *extra])
@@ -392,9 +392,10 @@ def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None
     host-bound); without an estimate for every run, the latter alone. Ties keep the sweep's
     order. With more runs than slots, starting the long runs first keeps every slot busy to the
     end instead of leaving the longest runs alone at the tail."""
-    from playground.config import compose
+    from playground.config import Composer
     from playground.sweep.cost import estimate
 
+    compose = Composer()
     configs = configs or [compose(r) for r in runs]
     work = [c.model.n_layers * c.model.d_model**2 * c.train.steps * c.train.batch_size
             * c.task.context for c in configs]

@@ -13,6 +13,8 @@ refused (choose the variants with ``variants=``).
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,9 +100,17 @@ def find_sweep_file(name: str) -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=32)
+def _read(path: str, mtime_ns: int, size: int) -> dict:
+    """A sweep file's content, parsed once per version of the file (parsing one takes ~0.2 s;
+    the findings load each sweep file for every finding, cell and side)."""
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+
+
 def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
                only_variants: str = "") -> Sweep:
-    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    stat = Path(path).stat()
+    spec = copy.deepcopy(_read(str(path), stat.st_mtime_ns, stat.st_size))
     unknown = set(spec) - FILE_KEYS
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
