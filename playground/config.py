@@ -264,6 +264,10 @@ class TrainConfig:
     # with compile: torch.compile's mode (default | reduce-overhead: CUDA graphs | max-autotune:
     # inductor benchmarks its kernel choices, with CUDA graphs | max-autotune-no-cudagraphs)
     compile_mode: str = "default"
+    # data parallel with compile: false = one graph, the gradients' all-reduce after the whole
+    # backward | true = one graph per DDP bucket (Dynamo's optimize_ddp), each bucket's all-reduce
+    # overlapping the rest of the backward
+    ddp_bucket_graphs: bool = False
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
@@ -310,6 +314,9 @@ class TrainConfig:
               "train.compile_mode", self.compile_mode,
               f"not one of {CUDAGRAPH_MODES} with train.compile_scope=blocks (CUDA graphs need "
               "the whole model as one graph: compile_scope=model)")
+        check(self.compile or not self.ddp_bucket_graphs, "train.ddp_bucket_graphs",
+              self.ddp_bucket_graphs,
+              "false unless train.compile=true: it chooses how the compiled model is split")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
         check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")

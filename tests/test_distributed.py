@@ -48,3 +48,31 @@ def test_batch_not_divisible_by_world_size_is_refused(tmp_path):
                            f"out_dir={tmp_path / 'bad'}"], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode != 0 and "train.batch_size" in proc.stderr + proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bucket_graphs", ["false", "true"])
+def test_compiled_two_processes_match_one(tmp_path, bucket_graphs):
+    """Compiled data parallel, as one graph with the all-reduce after the backward or as one
+    graph per DDP bucket (train.ddp_bucket_graphs): the loss curve of one compiled process."""
+    compiled = [*ARGS, "train.compile=true", "train.steps=4", "train.eval_every=0",
+                "train.ckpt_every=100"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    subprocess.run([sys.executable, "-m", "playground.run.train", *compiled, f"out_dir={one}"],
+                   check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node=2", "-m", "playground.run.train", *compiled,
+                           f"train.ddp_bucket_graphs={bucket_graphs}", f"out_dir={two}"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = losses(one), losses(two)
+    assert len(a) == len(b) == 4, (a, b)
+    assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(a, b)), (a, b)
+
+
+def test_bucket_graphs_need_compile():
+    from playground.config import compose, to_objects
+    from playground.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train.ddp_bucket_graphs"):
+        to_objects(compose(["train.ddp_bucket_graphs=true"]))

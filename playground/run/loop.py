@@ -198,11 +198,11 @@ class Trainer:
                                                               gradient_as_bucket_view=True)
             model.cfg, model.aux_loss = model.module.cfg, model.module.aux_loss
             if cfg.train.compile:
-                # one graph, the gradients' all-reduce after the backward, instead of a graph split
-                # at each DDP bucket: 0.82-0.90 M tokens/s instead of 0.70-0.76 M on 2 H200s (Depo1
-                # mini, 8L512D; docs/PERFORMANCE.md), where the all-reduce takes 0.5 ms of a
-                # ~40 ms step
-                torch._dynamo.config.optimize_ddp = False
+                # default: one graph, the gradients' all-reduce after the backward, instead of a
+                # graph at each DDP bucket: 0.82-0.90 M tokens/s instead of 0.70-0.76 M on 2 H200s
+                # in the default compile mode (Depo1 mini, 8L512D; docs/PERFORMANCE.md), where
+                # the all-reduce takes 0.5 ms of a ~40 ms step
+                torch._dynamo.config.optimize_ddp = t.ddp_bucket_graphs
         return compiled(model, cfg.train)
 
     # -- checkpoints -------------------------------------------------------------------------
