@@ -14,6 +14,8 @@ atomically).
   resumable through its JSON file.
 - ``canon``: Canon layer forward+backward time per backend and width (CUDA): wall clock per
   call (what an eager caller pays) and the GPU kernels' own time (profiler).
+- ``scaling``: data parallel, global tokens/s under ``torchrun`` with 1, 2, … processes
+  (``playground.bench.scaling``).
 - ``data``: generation tokens/s per task and core, loader tokens/s with N workers.
 - ``generate``: a generative evaluation (Brevo1 N=110 by default), cached vs re-run prefix.
 """
@@ -135,6 +137,15 @@ def cmd_canon(args: Args) -> None:
     _emit(rows, args["json"])
 
 
+def cmd_scaling(args: Args) -> None:
+    from playground.bench.scaling import scaling
+
+    variants = [args.overrides + v.split() for v in (args.list("compare", "|") or [""])]
+    _emit(scaling(variants, args.ints("procs", minimum=1), args.int("steps", 1),
+                  args.int("skip"), args.int("log_every", 1), args.flag("per_rank")),
+          args["json"])
+
+
 def cmd_data(args: Args) -> None:
     from playground.bench.measure import data_speed
 
@@ -211,6 +222,23 @@ COMMANDS = [
              "context": ("2048", "sequence length"), **JSON},
             examples=("playground-bench canon widths=768,2304",
                       "playground-bench canon batch=64 context=512 widths=512,1536,2688")),
+    Command("scaling",
+            "data parallel: global training tokens/s under torchrun with 1, 2, … processes",
+            cmd_scaling,
+            {"procs": ("1,2", "process counts (one process is always measured: the reference)"),
+             "steps": ("400", "steps per run"),
+             "skip": ("200", "the log intervals up to this step are left out (compilation, "
+                             "warm-up)"),
+             "log_every": ("50", "steps per log interval: the figure is their median"),
+             "per_rank": ("false", "false: the config's batch split over the processes (strong "
+                                   "scaling); true: the config's batch on every process"),
+             "compare": ("", "variants separated by |, each a list of overrides"), **JSON},
+            overrides=(), examples=(
+                "playground-bench scaling task=depo1_K4 task.context=512 task.N=15 size=8L512D "
+                "train=paper train.batch_size=64 canon=ABCD train.compile=true "
+                "train.compile_mode=reduce-overhead procs=1,2,4 "
+                "compare='train.ddp_bucket_graphs=false | train.ddp_bucket_graphs=true'",
+                "playground-bench scaling experiment=lano_paper procs=1,2,4 json=cfg3f.json")),
     Command("data", "task generation and loader throughput", cmd_data,
             {"tasks": ("depo1,depo2,brevo1,brevo2,mano,cfg3f,mqar,capo", "task presets"),
              "workers": ("0,8", "loader worker counts"),
