@@ -284,6 +284,28 @@ def test_the_simulated_launch_follows_the_deadline_rule(tmp_path, monkeypatch):
     assert [r.config.seed for r in left] == [2, 3]
 
 
+def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tmp_path):
+    """Seed 0's wall time is 20 s × the runs sharing its GPU, seed 1's 2 s ×. Seed 1 fits
+    beside seed 0 itself, but seed 0 shared by two would take 40 s, past the 25 s deadline: on
+    one GPU seed 1 waits for seed 0 to end, on two it takes the other GPU at once."""
+    runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+                        for s in range(2)])
+
+    def wall(config, sharing):
+        return (20.0 if config.seed == 0 else 2.0) * sharing
+
+    started, left = launch.simulate(runs, 1, 2, 25.0, wall)
+    assert [(r.config.seed, round(a, 2), round(b, 2)) for r, a, b in started] == [
+        (0, 0.0, 13.33), (1, 13.33, 14.67)] and not left
+    started, _ = launch.simulate(runs, 2, 2, 25.0, wall)
+    assert [(r.config.seed, a) for r, a, _ in started] == [(0, 0.0), (1, 0.0)]
+    slots = launch.Slots(["0"], 2, 25.0, wall, say=lambda _: None)
+    slots.take("0", runs[0], 0.0)
+    assert slots.next_start([runs[1]], 0.0) is None
+    slots.give("0", runs[0])
+    assert slots.next_start([runs[1]], 0.0) == (0, "0", 1)
+
+
 def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
     from playground.sweep import cli
     from playground.sweep.cli import main

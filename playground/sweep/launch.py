@@ -210,13 +210,16 @@ class Slots:
     """The slots of a local launch (``per_gpu`` on each of ``devices``) and its deadline rule:
     where the next run starts and whether it is expected to end in time. The launcher and the
     dry run's :func:`simulate` share it. With ``deadline`` (seconds after the launch), a run
-    starts only if ``wall(config, runs sharing its GPU then)`` seconds end before it, that wall
-    time rescaled once runs of its kind have finished (:func:`_kind`, ``CALIBRATED_MARGIN``)."""
+    starts on a GPU only if ``wall(config, runs sharing that GPU then)`` seconds end before it,
+    and if each run already there, taken as shared so from its own start, still ends before it
+    (a run that joins a GPU slows the runs on it); the wall times rescaled once runs of their
+    kind have finished (:func:`_kind`, ``CALIBRATED_MARGIN``)."""
 
     def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
                  wall=expected_wall, say=print):
         self.free = [d for _ in range(per_gpu) for d in devices]
         self.busy: list[str] = []  # the GPU of each running run
+        self.running: list[tuple[str, Planned, float]] = []  # (GPU, run, its start)
         self.deadline, self.wall, self.say = deadline, wall, say
         self.walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> seconds
         self.ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
@@ -237,25 +240,32 @@ class Slots:
 
     def next_start(self, queue: list[Planned], elapsed: float) -> tuple[int, str, int] | None:
         """The queue's first run that may start ``elapsed`` seconds after the launch, its slot
-        (the least shared GPU) and the runs that would share that GPU with it."""
+        (the least shared GPU whose runs tolerate one more) and the runs that would share that
+        GPU with it."""
         if not self.free:
             return None
         sharing = {g: 1 + self.busy.count(g) for g in set(self.free)}
-        gpu = min(self.free, key=sharing.__getitem__)
         if self.deadline is None:
+            gpu = min(self.free, key=sharing.__getitem__)
             return 0, gpu, sharing[gpu]
-        for i, run in enumerate(queue):
-            if self.expected(run, sharing[gpu]) <= self.deadline - elapsed:
-                return i, gpu, sharing[gpu]
+        for gpu in sorted(sharing, key=lambda g: (sharing[g], self.free.index(g))):
+            if any(start + self.expected(run, sharing[gpu]) > self.deadline
+                   for g, run, start in self.running if g == gpu):
+                continue  # one more run here and a run already here would end too late
+            for i, run in enumerate(queue):
+                if self.expected(run, sharing[gpu]) <= self.deadline - elapsed:
+                    return i, gpu, sharing[gpu]
         return None
 
-    def take(self, gpu: str) -> None:
+    def take(self, gpu: str, run: Planned, elapsed: float) -> None:
         self.free.remove(gpu)
         self.busy.append(gpu)
+        self.running.append((gpu, run, elapsed))
 
-    def give(self, gpu: str) -> None:
+    def give(self, gpu: str, run: Planned) -> None:
         self.busy.remove(gpu)
         self.free.append(gpu)
+        self.running = [r for r in self.running if r[1] is not run]
 
     def calibrate(self, run: Planned, sharing: int, took: float) -> None:
         """Keep the largest measured / estimated ratio of ``run``'s kind (deadline only)."""
@@ -291,7 +301,7 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float,
     while True:
         while queue and (start := slots.next_start(queue, now)) is not None:
             run, (_, gpu, sharing) = queue.pop(start[0]), start
-            slots.take(gpu)
+            slots.take(gpu, run, now)
             took = slots.walls[(id(run), sharing)] / DEADLINE_MARGIN
             running.append((now + took, gpu, run, sharing, took))
             started.append((run, now, now + took))
@@ -300,7 +310,7 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float,
         first = min(running, key=lambda r: r[0])
         running.remove(first)
         now, gpu, run, sharing, took = first
-        slots.give(gpu)
+        slots.give(gpu, run)
         slots.calibrate(run, sharing, took)
 
 
@@ -332,7 +342,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
             while queue and (start := slots.next_start(
                     queue, time.monotonic() - began)) is not None:
                 run, (_, gpu, sharing) = queue.pop(start[0]), start
-                slots.take(gpu)
+                slots.take(gpu, run, time.monotonic() - began)
                 env = {**os.environ, HOST_RUNS: str(at_once),
                        **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 # closed when it ends
@@ -343,7 +353,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
             for proc in [p for p in active if p.poll() is not None]:
                 gpu, log, run, start, sharing = active.pop(proc)
                 log.close()
-                slots.give(gpu)
+                slots.give(gpu, run)
                 failures += proc.returncode != 0
                 durations.append(time.monotonic() - start)
                 if proc.returncode == 0:
