@@ -93,6 +93,11 @@ def test_fallbacks_are_stated_never_silent():
     mode = estimate(shape(backbone="mamba2", blocks=16), 1, ROWS)
     assert any("no throughput measured with compile_mode=default" in n for n in mode.notes)
     assert any("no small-step floor measured for mamba2" in n for n in mode.notes)
+    graphs = estimate(shape(batch=16, compile_mode="reduce-overhead"), 1, ROWS)
+    # the only floor was measured without CUDA graphs: it does not bound a step with them
+    assert graphs.train_s == pytest.approx(1000 * 16 * 512 / 1_000_000)
+    assert any("no small-step floor measured for attention with CUDA graphs" in n
+               for n in graphs.notes)
     eager = estimate(shape(compiled=False), 1, ROWS)
     assert any("train.compile=false" in n for n in eager.notes)
     assert estimate(shape(), 1, ROWS).notes == []  # an exact row with a floor: nothing assumed

@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from playground.config import CUDAGRAPH_MODES
+
 THROUGHPUT_CSV = Path(__file__).resolve().parent / "throughput.csv"
 BACKBONES = {"attention": "llama", "gla": "gla", "mamba2": "mamba2", "gdn": "gdn"}  # by mixer name
 # Start-up and compilation: the first 50-step log interval of the compiled run records took
@@ -198,6 +200,13 @@ def floor_step(shape: Shape, rows=None) -> tuple[float, Row | None, list[str]]:
     the run's blocks, with its row and notes; 0 (and a note) where the backbone has none."""
     notes: list[str] = []
     found = _candidates(rows or load_rows(), shape, "floor", notes)
+    # a floor is the host's launches per step: one measured with CUDA graphs says nothing of a
+    # step without them, nor the other way round
+    graphs = shape.compile_mode in CUDAGRAPH_MODES
+    if found and not [r for r in found if (r.compile_mode in CUDAGRAPH_MODES) == graphs]:
+        return 0.0, None, [f"no small-step floor measured for {shape.backbone} "
+                           f"{'with' if graphs else 'without'} CUDA graphs: steps taken as "
+                           "compute-bound"]
     if not found:
         return 0.0, None, [f"no small-step floor measured for {shape.backbone}: steps taken as "
                            "compute-bound (an underestimate for steps of few tokens)"]
