@@ -12,8 +12,6 @@ processes, weak scaling). Scaling is each figure over the same variant's with on
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import subprocess
 import sys
@@ -22,6 +20,8 @@ from pathlib import Path
 
 from playground.config import compose
 from playground.errors import ConfigError, check
+from playground.run.loop import check_batch_split
+from playground.run.rundir import MetricsLog
 
 # what the measurement sets itself: the user's overrides may not
 OWN = ("train.steps", "train.log_every", "train.eval_every", "train.ckpt_every", "out_dir",
@@ -48,27 +48,15 @@ def check_request(variants: list[list[str]], procs: list[int], steps: int, skip:
             if item.partition("=")[0].lstrip("+~") in OWN:
                 raise ConfigError(f"{item!r}: {item.partition('=')[0]} is set by the measurement "
                                   f"itself (steps=, log_every=); it sets {', '.join(OWN)}")
-        cfg = compose(_run_args(overrides, steps, log_every, Path("unused")))
-        batch = cfg.train.batch_size
+        t = compose(_run_args(overrides, steps, log_every, Path("unused"))).train
         for p in procs:
-            share = batch if per_rank else batch // p
-            micro = cfg.train.micro_batch_size
-            if (not per_rank and batch % p) or (micro and share % micro):
-                raise ConfigError(f"train.batch_size={batch} is invalid with procs={p}: expected a "
-                                  "multiple of the process count (times train.micro_batch_size "
-                                  "when set), or per_rank=true")
-        batches.append(batch)
+            check_batch_split(t.batch_size * p if per_rank else t.batch_size,
+                              t.micro_batch_size, p)
+        batches.append(t.batch_size)
     return batches
 
 
-def intervals(metrics: Path, skip: int) -> list[float]:
-    """The run's logged tokens/s of the training intervals that end after step ``skip``."""
-    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    return [r["tokens_per_s"] for r in rows if r.get("split") == "train" and r["step"] > skip]
-
-
-def run_one(overrides: list[str], procs: int, steps: int, skip: int, log_every: int,
-            timeout: float | None = None) -> dict:
+def run_one(overrides: list[str], procs: int, steps: int, skip: int, log_every: int) -> dict:
     """One run under torchrun with ``procs`` processes: its global tokens/s (the median of its
     intervals after ``skip``), every interval, and its final loss."""
     with tempfile.TemporaryDirectory(prefix="scaling-") as tmp:
@@ -76,17 +64,15 @@ def run_one(overrides: list[str], procs: int, steps: int, skip: int, log_every: 
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc_per_node={procs}", "-m", "playground.run.train",
                *_run_args(overrides, steps, log_every, out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "OMP_NUM_THREADS": os.environ.get(
-                                  "OMP_NUM_THREADS", "1")})
+        proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"torchrun with {procs} process(es) failed "
                                f"({' '.join(overrides)}):\n{proc.stderr[-3000:]}")
-        rates = intervals(out / "metrics.jsonl", skip)
-        rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-        loss = [r["loss"] for r in rows if r.get("split") == "train"][-1]
+        train = [r for r in MetricsLog(out / "metrics.jsonl").records()
+                 if r.get("split") == "train"]
+    rates = [r["tokens_per_s"] for r in train if r["step"] > skip]  # compilation, warm-up left out
     return {"tokens_per_s": statistics.median(rates), "intervals": [round(r) for r in rates],
-            "final_loss": loss}
+            "final_loss": train[-1]["loss"]}
 
 
 def scaling(variants: list[list[str]], procs: list[int], steps: int, skip: int,

@@ -122,6 +122,14 @@ def masked_loss_sum(model, tokens: torch.Tensor, mask: torch.Tensor,
     return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), reduction="sum")
 
 
+def check_batch_split(batch_size: int, micro_batch_size: int, size: int) -> None:
+    """Refuse a global batch that ``size`` data-parallel ranks cannot share equally (in whole
+    micro-batches when ``micro_batch_size`` is set)."""
+    if batch_size % size or (micro_batch_size and (batch_size // size) % micro_batch_size):
+        raise ConfigError(f"train.batch_size={batch_size} is invalid: expected a multiple of the "
+                          f"world size {size} (times train.micro_batch_size when set)")
+
+
 def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch.device):
     """One optimizer update over the global batch: this process's slice of it (data parallel),
     in micro-batches. Returns device tensors: this slice's share of the mean loss per target
@@ -186,11 +194,7 @@ class Trainer:
         size = world()[1]
         if size > 1:
             t = cfg.train
-            if t.batch_size % size or (t.micro_batch_size
-                                       and (t.batch_size // size) % t.micro_batch_size):
-                raise ConfigError(f"train.batch_size={t.batch_size} is invalid: expected a "
-                                  f"multiple of the world size {size} "
-                                  "(times train.micro_batch_size when set)")
+            check_batch_split(t.batch_size, t.micro_batch_size, size)
             # the only buffers (rotary frequencies) are the same constants on every rank: no
             # broadcast before each forward; the gradients live in DDP's all-reduce buckets (no
             # copy into them and back each step)

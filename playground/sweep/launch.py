@@ -218,7 +218,6 @@ class Slots:
     def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
                  wall=expected_wall, say=print):
         self.free = [d for _ in range(per_gpu) for d in devices]
-        self.busy: list[str] = []  # the GPU of each running run
         self.running: list[tuple[str, Planned, float]] = []  # (GPU, run, its start)
         self.deadline, self.wall, self.say = deadline, wall, say
         self.walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> seconds
@@ -244,7 +243,8 @@ class Slots:
         GPU with it."""
         if not self.free:
             return None
-        sharing = {g: 1 + self.busy.count(g) for g in set(self.free)}
+        busy = [g for g, _, _ in self.running]
+        sharing = {g: 1 + busy.count(g) for g in set(self.free)}
         if self.deadline is None:
             gpu = min(self.free, key=sharing.__getitem__)
             return 0, gpu, sharing[gpu]
@@ -259,11 +259,9 @@ class Slots:
 
     def take(self, gpu: str, run: Planned, elapsed: float) -> None:
         self.free.remove(gpu)
-        self.busy.append(gpu)
         self.running.append((gpu, run, elapsed))
 
     def give(self, gpu: str, run: Planned) -> None:
-        self.busy.remove(gpu)
         self.free.append(gpu)
         self.running = [r for r in self.running if r[1] is not run]
 
