@@ -254,6 +254,9 @@ class TrainConfig:
     # (playground.model.generate(graph=True)): no host-bound decoding; bf16 may round a sample's
     # near-tie differently from the default path
     eval_graphs: bool = False
+    # write the last evaluation's per-question records (Lano: each generated sample, its length
+    # and the recognizer's verdict) to the run directory's eval_samples.jsonl
+    save_samples: bool = False
     ckpt_every: int = 100  # steps between checkpoints (and always at the end)
     keep_checkpoints: int = 2
     resume: str = "auto"  # auto: continue from the latest checkpoint | never: start afresh

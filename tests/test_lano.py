@@ -232,20 +232,30 @@ def test_uniform_model_kl_by_hand(tmp_path):
 
 def test_tiny_cpu_run_improves(make_cfg, tmp_path, one_thread):
     """30 steps on a small grammar (sentences of 6-9 tokens): the KL falls and generation
-    accuracy rises between the evals at steps 10 and 30; every Lano metric is written."""
+    accuracy rises between the evals at steps 10 and 30; every Lano metric is written; with
+    ``train.save_samples`` the last eval's samples are in ``eval_samples.jsonl``, each verdict
+    recomputed by nltk's chart parser and their share equal to ``gen_acc``."""
     g = random_grammar(4, depth=2, symbols_per_level=2, terminals=3, rules_per_symbol=(2, 3),
                        rule_length=(2, 3))
     (tmp_path / "g.json").write_text(g.to_json())
     run(make_cfg("task=cfg3f", f"task.grammar={tmp_path / 'g.json'}", "task.context=32",
                  "size=2L64D", "train.steps=30", "train.batch_size=8", "train.warmup_steps=4",
                  "train.lr=3e-3", "train.log_every=10", "train.eval_every=10", "task.eval_size=16",
-                 "task.gen_samples=32"))
+                 "task.gen_samples=32", "train.save_samples=true"))
     evals = [r for r in runs.MetricsLog(tmp_path / "run" / "metrics.jsonl").records()
              if r["split"] == "eval"]
     assert [r["step"] for r in evals] == [10, 20, 30]
     for key in ("gen_acc", "gen_stopped", "gen_len_mean", "kl", "ent_true", "ent_model"):
         assert all(math.isfinite(r[key]) for r in evals)
     assert evals[-1]["kl"] < 0.7 * evals[0]["kl"] and evals[-1]["gen_acc"] > evals[0]["gen_acc"]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "eval_samples.jsonl").read_text().splitlines()]
+    assert [r["sample"] for r in rows] == list(range(32)) and {r["step"] for r in rows} == {30}
+    for r in rows:
+        words = r["text"].split()
+        assert len(words) == r["length"]
+        ok = r["stopped"] and bool(words) and nltk_accepts_and_count(g, words, count=False)[0]
+        assert r["accepted"] == ok, r
+    assert sum(r["accepted"] for r in rows) / 32 == evals[-1]["gen_acc"]
 
 
 @pytest.mark.slow

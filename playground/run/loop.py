@@ -16,6 +16,7 @@ evaluation's generation (``runlog.EvalProgress``).
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import signal
@@ -302,6 +303,10 @@ class Trainer:
             self.eval_s.append(time.perf_counter() - tic)
             self.last_eval = metrics
             self.log.append({"step": self.step, "split": "eval", **metrics})
+            if self.cfg.train.save_samples:
+                rows = [{"step": self.step, **r} for r in self.task.eval_records()]
+                runs.atomic_write(self.out / "eval_samples.jsonl",
+                                  "".join(json.dumps(r) + "\n" for r in rows).encode())
         barrier()
         return self.last_eval
 

@@ -2,8 +2,9 @@
 
 ``results/<sweep>/<run>/`` holds ``config.yaml`` (resolved), ``metrics.jsonl`` (one JSON object
 per log/eval step), ``summary.json`` (final metrics, parameter counts, git SHA, wall time,
-status, the command line), ``train.log`` (what the run printed: ``playground.run.runlog``) and
-``checkpoints/`` (each with the resolved config inside, so one file loads alone). Every file but
+status, the command line), ``train.log`` (what the run printed: ``playground.run.runlog``),
+with ``train.save_samples`` ``eval_samples.jsonl`` (the last evaluation's per-question records,
+``Task.eval_records``) and ``checkpoints/`` (each with the resolved config inside, so one file loads alone). Every file but
 the log is written atomically (temp file, then rename) so a killed run never leaves a
 half-written result behind, and every file is mode 0644 (``SHARED_MODE``).
 """
@@ -386,7 +387,7 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
 VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress",
             "train.resume", "train.device", "train.deterministic", "train.compile_scope",
             "train.compile_mode", "train.ddp_bucket_graphs", "train.eval_batch_size",
-            "train.eval_graphs", "data.num_workers", "data.prefetch",
+            "train.eval_graphs", "train.save_samples", "data.num_workers", "data.prefetch",
             "train.length_scales")  # the last: an extra evaluation after training
 
 

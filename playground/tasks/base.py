@@ -244,6 +244,12 @@ class Task(ABC):
     def eval_examples(self) -> list[Example]:
         return [self.example("eval", i) for i in range(self.cfg.eval_size)]
 
+    def eval_records(self) -> list[dict]:
+        """One JSON-ready record per scored question of the last ``evaluate`` call, for the
+        run directory's ``eval_samples.jsonl`` (``train.save_samples``): what was asked, what
+        the model answered and the verdict. The default: none kept."""
+        return []
+
     def question_counts(self) -> dict[str, int]:
         """How many scored questions stand behind each accuracy that ``evaluate`` reports on
         ``eval_examples`` (the n of its binomial eval noise, read by ``playground-report

@@ -240,12 +240,22 @@ class Lano(Task):
         valid = [k for k, s in enumerate(candidates) if s]
         verdicts = accepts_many(self.grammar, [candidates[k] for k in valid])
         accepted = sum(verdicts)
+        verdict_of = dict(zip(valid, verdicts))
+        self._records = [{"sample": k, "stopped": bool(g.stopped), "length": len(g.tokens),
+                          "accepted": bool(verdict_of.get(k, False)),
+                          "text": v.decode(g.tokens)} for k, g in enumerate(gens)]
         lengths = np.array([len(g.tokens) for g in gens], float)
         return {"gen_acc": accepted / len(gens),
                 "gen_stopped": float(np.mean([g.stopped for g in gens])),
                 "gen_len_mean": float(lengths.mean()), "gen_len_std": float(lengths.std()),
                 "gen_len_min": float(lengths.min()), "gen_len_max": float(lengths.max()),
                 "gen_distinct": len({g.tokens.tobytes() for g in gens}) / len(gens)}
+
+    def eval_records(self) -> list[dict]:
+        """The last generation's samples: index, whether it stopped (at ``<bos>``/end), its
+        length in tokens, the exact recognizer's verdict (``accepted``: what ``gen_acc``
+        counts) and its tokens as text."""
+        return getattr(self, "_records", [])
 
     def truth(self, ex: Example) -> np.ndarray:
         """float64[L, 1+T]: row i = the true next-symbol distribution [end, terminals…] after
