@@ -68,6 +68,23 @@ def test_compiled_two_processes_match_one(tmp_path, bucket_graphs):
     a, b = losses(one), losses(two)
     assert len(a) == len(b) == 4, (a, b)
     assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for x, y in zip(a, b)), (a, b)
+    # what torch.compile did, in the summary: one graph, no break, no CUDA graphs asked for
+    assert runs.read_json(one / "summary.json")["compile"] == {
+        "graphs": 1, "graph_breaks": 0, "cudagraph_skips": 0}
+
+
+@pytest.mark.slow
+def test_a_run_says_when_its_cuda_graphs_did_not_run(tmp_path):
+    """``train.compile_mode=reduce-overhead`` where CUDA graphs cannot run (here the CPU): the
+    summary counts the skipped graph and the run's log warns at its first log line."""
+    out = tmp_path / "r"
+    subprocess.run([sys.executable, "-m", "playground.run.train", *ARGS, "train.compile=true",
+                    "train.compile_mode=reduce-overhead", "train.steps=3", "train.eval_every=0",
+                    f"out_dir={out}"], check=True, capture_output=True)
+    facts = runs.read_json(out / "summary.json")["compile"]
+    assert facts["graphs"] == 1 and facts["cudagraph_skips"] >= 1, facts
+    assert "run without CUDA graphs although train.compile_mode=reduce-overhead" in (
+        out / "train.log").read_text()
 
 
 def test_bucket_graphs_need_compile():

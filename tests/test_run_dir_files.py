@@ -56,6 +56,7 @@ def test_summary_records_the_command_line_and_overrides(run_dir):
     given = [*TINY, "train.progress=true", f"out_dir={out}"]
     assert summary["argv"][0].endswith("train.py") and summary["argv"][1:] == given
     assert summary["overrides"] == given
+    assert summary["compile"] is None  # not compiled: nothing of torch.compile to record
 
 
 def test_files_are_shared_alike(run_dir):

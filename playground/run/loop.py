@@ -167,6 +167,20 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     return total, bad
 
 
+GRAPH_MODES = ("reduce-overhead", "max-autotune")  # the compile modes that ask for CUDA graphs
+
+
+def compile_counts() -> dict[str, int]:
+    """What torch.compile has done in this process so far: distinct graphs compiled, graph
+    breaks, and compiled graphs that run without CUDA graphs (on CPU, or for a reason that
+    ``TORCH_LOGS=cudagraphs`` prints) where the mode asks for them."""
+    from torch._dynamo.utils import counters
+
+    return {"graphs": int(counters["stats"]["unique_graphs"]),
+            "graph_breaks": int(sum(counters["graph_break"].values())),
+            "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}
+
+
 class Trainer:
     def __init__(self, cfg: Config, task: Task, config: dict | None = None):
         """``config``: the run's resolved config (``config.yaml``), kept in every checkpoint so
@@ -188,6 +202,13 @@ class Trainer:
         self.last_eval: dict = {}
         self.eval_s: list[float] = []  # this process's evaluations: seconds each
         self._signal: int | None = None
+        self._compiled_before = compile_counts() if cfg.train.compile else None
+
+    def compile_facts(self) -> dict[str, int] | None:
+        """``compile_counts`` since this trainer began (None without ``train.compile``)."""
+        if self._compiled_before is None:
+            return None
+        return {k: v - self._compiled_before[k] for k, v in compile_counts().items()}
 
     @staticmethod
     def _wrap(model: LM, cfg: Config):
@@ -410,6 +431,11 @@ class Trainer:
             self._since.append((self.step, self.train_time))
             if self.main and eta is not None and self.step < t.steps:
                 tqdm.write(self.eta_line(eta), file=sys.stdout)
+            skips = (self.compile_facts() or {}).get("cudagraph_skips", 0)
+            if self.main and skips and t.compile_mode in GRAPH_MODES:
+                print(f"warning: {skips} compiled graph(s) run without CUDA graphs although "
+                      f"train.compile_mode={t.compile_mode} asks for them (on CUDA, "
+                      "TORCH_LOGS=cudagraphs says why)", file=sys.stderr, flush=True)
         if bar.disable and t.progress and self.main:
             elapsed = duration_text(time.perf_counter() - self._start)
             print(f"step {self.step}/{t.steps} loss {loss:.4f} lr {record['lr']:.2e} "

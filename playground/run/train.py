@@ -263,7 +263,8 @@ def end_facts(trainer: Trainer) -> dict:
     return {"step": trainer.step, "tokens": trainer.tokens_seen, "wall_time_s": trainer.train_time,
             "tokens_per_s": trainer.tokens_seen / max(trainer.train_time, 1e-9),
             "peak_memory_bytes": peak, "final_loss": train_logs[-1]["loss"] if train_logs else None,
-            "skipped_steps": trainer.skipped, "finished": datetime.now(timezone.utc).isoformat()}
+            "skipped_steps": trainer.skipped, "compile": trainer.compile_facts(),
+            "finished": datetime.now(timezone.utc).isoformat()}
 
 
 def record_invalid(cfg: DictConfig, err: ConfigError, log: RunLog) -> None:
