@@ -30,6 +30,7 @@ def test_one_and_two_processes_are_measured_with_their_scaling(tmp_path, capsys)
     assert rows[1]["scaling"] == pytest.approx(rows[1]["tokens_per_s"] / rows[0]["tokens_per_s"])
     # the same data and model: the two losses agree (test_distributed.py checks this closely)
     assert rows[0]["final_loss"] == pytest.approx(rows[1]["final_loss"], rel=1e-3)
+    assert [r["compile"] for r in rows] == [None, None]  # not compiled: nothing to record
     assert "2 process(es), global batch    8 (4 a rank)" in capsys.readouterr().out
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from playground.config import compose
 from playground.errors import ConfigError, check
 from playground.run.loop import check_batch_split
-from playground.run.rundir import MetricsLog
+from playground.run.rundir import MetricsLog, read_json
 
 # what the measurement sets itself: the user's overrides may not
 OWN = ("train.steps", "train.log_every", "train.eval_every", "train.ckpt_every", "out_dir",
@@ -58,7 +58,8 @@ def check_request(variants: list[list[str]], procs: list[int], steps: int, skip:
 
 def run_one(overrides: list[str], procs: int, steps: int, skip: int, log_every: int) -> dict:
     """One run under torchrun with ``procs`` processes: its global tokens/s (the median of its
-    intervals after ``skip``), every interval, and its final loss."""
+    intervals after ``skip``), every interval, its final loss and what torch.compile did in rank 0
+    (``summary.json``'s ``compile``: CUDA graphs that did not run show there)."""
     with tempfile.TemporaryDirectory(prefix="scaling-") as tmp:
         out = Path(tmp) / "run"
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -70,9 +71,10 @@ def run_one(overrides: list[str], procs: int, steps: int, skip: int, log_every: 
                                f"({' '.join(overrides)}):\n{proc.stderr[-3000:]}")
         train = [r for r in MetricsLog(out / "metrics.jsonl").records()
                  if r.get("split") == "train"]
+        compiled = read_json(out / "summary.json").get("compile")
     rates = [r["tokens_per_s"] for r in train if r["step"] > skip]  # compilation, warm-up left out
     return {"tokens_per_s": statistics.median(rates), "intervals": [round(r) for r in rates],
-            "final_loss": train[-1]["loss"]}
+            "final_loss": train[-1]["loss"], "compile": compiled}
 
 
 def scaling(variants: list[list[str]], procs: list[int], steps: int, skip: int,
@@ -96,6 +98,8 @@ def scaling(variants: list[list[str]], procs: list[int], steps: int, skip: int,
             show(f"{' '.join(overrides) or '(config)':60s} {p} process(es), global batch "
                  f"{row['global_batch']:>4} ({row['batch_per_rank']} a rank): "
                  f"{row['tokens_per_s']:>12,.0f} tok/s  ×{row['scaling']:.2f} "
-                 f"({row['efficiency']:.0%})  loss {row['final_loss']:.4f}")
+                 f"({row['efficiency']:.0%})  loss {row['final_loss']:.4f}"
+                 + (f"  {skips} graph(s) without CUDA graphs"
+                    if (skips := (row["compile"] or {}).get("cudagraph_skips")) else ""))
             results.append(row)
     return results
