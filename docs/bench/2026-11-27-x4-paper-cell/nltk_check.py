@@ -1,4 +1,4 @@
-# python docs/bench/2026-11-27-x4-paper-cell/nltk_check.py results/paper/lano_cfg3f_8L512D/rope_canon_ABCD_lr1e-3/eval_samples.jsonl
+# python docs/bench/2026-11-27-x4-paper-cell/nltk_check.py results/paper/lano_cfg3f_8L512D/lano_paper_ABCD_lr1e-3/eval_samples.jsonl
 """Recompute every verdict of eval_samples.jsonl with nltk's chart parser (the independent oracle
 of tests/test_grammar_oracle.py), not the project's recognizer."""
 import json, sys
