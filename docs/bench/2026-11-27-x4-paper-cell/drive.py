@@ -1,7 +1,8 @@
-"""The 4-GPU hold's plan, run detached on the host: python3 drive.py ROOT REPORT LR.
+"""The 4-GPU hold's plan, run detached on the host: python3 drive.py ROOT REPORT LR [CANONS].
 
-1. The paper cell (`experiment=lano_paper`, lr LR) on 4 processes: RoPE + Canon-ABCD, else RoPE
-   (the faster) if Canon's need was within TRY_NEXT of the time left. A variant is stopped at
+1. The paper cell (`experiment=lano_paper`, lr LR) on 4 processes: the first of CANONS (default
+   `ABCD,none`: RoPE + Canon-ABCD), else the second (RoPE, the faster) if the first's need was
+   within TRY_NEXT of the time left. A variant is stopped at
    step CHECK if its rate over steps SKIP..CHECK projects its end (the final evaluation
    included) past the hold's end less MARGIN_S. The hold's end is the epoch
    second in HOLD_END, which the calls that poll this plan keep current.
@@ -22,6 +23,7 @@ import zlib
 from pathlib import Path
 
 root, report, lr = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+CANONS = (sys.argv[4] if len(sys.argv) > 4 else "ABCD,none").split(",")
 HOLD_END = Path("/tmp/hold_end")
 TOKENS = 100_000 * 96 * 512
 SKIP, CHECK = 300, 800
@@ -158,9 +160,9 @@ def findings(deadline: float) -> None:
 
 
 def main() -> None:
-    short = paper_cell("ABCD")
-    if 1 < short <= TRY_NEXT:
-        short = paper_cell("none")
+    short = paper_cell(CANONS[0])
+    if 1 < short <= TRY_NEXT and len(CANONS) > 1:
+        short = paper_cell(CANONS[1])
     ran = short == 0
     for spec in SCALING:
         if left() - MARGIN_S > PHASE_S:
