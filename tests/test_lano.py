@@ -248,7 +248,8 @@ def test_tiny_cpu_run_improves(make_cfg, tmp_path, one_thread):
     for key in ("gen_acc", "gen_stopped", "gen_len_mean", "kl", "ent_true", "ent_model"):
         assert all(math.isfinite(r[key]) for r in evals)
     assert evals[-1]["kl"] < 0.7 * evals[0]["kl"] and evals[-1]["gen_acc"] > evals[0]["gen_acc"]
-    rows = [json.loads(x) for x in (tmp_path / "run" / "eval_samples.jsonl").read_text().splitlines()]
+    samples = (tmp_path / "run" / "eval_samples.jsonl").read_text()
+    rows = [json.loads(x) for x in samples.splitlines()]
     assert [r["sample"] for r in rows] == list(range(32)) and {r["step"] for r in rows} == {30}
     for r in rows:
         words = r["text"].split()

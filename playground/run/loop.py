@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from playground.config import Config, TrainConfig, autocast_for
+from playground.config import CUDAGRAPH_MODES, Config, TrainConfig, autocast_for
 from playground.data.loader import Batches, ShardExchange
 from playground.data.packing import shard_size
 from playground.errors import ConfigError
@@ -165,9 +165,6 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     opt.step()
     opt.zero_grad(set_to_none=True)
     return total, bad
-
-
-GRAPH_MODES = ("reduce-overhead", "max-autotune")  # the compile modes that ask for CUDA graphs
 
 
 def compile_counts() -> dict[str, int]:
@@ -432,7 +429,7 @@ class Trainer:
             if self.main and eta is not None and self.step < t.steps:
                 tqdm.write(self.eta_line(eta), file=sys.stdout)
             skips = (self.compile_facts() or {}).get("cudagraph_skips", 0)
-            if self.main and skips and t.compile_mode in GRAPH_MODES:
+            if self.main and skips and t.compile_mode in CUDAGRAPH_MODES:
                 print(f"warning: {skips} compiled graph(s) run without CUDA graphs although "
                       f"train.compile_mode={t.compile_mode} asks for them (on CUDA, "
                       "TORCH_LOGS=cudagraphs says why)", file=sys.stderr, flush=True)

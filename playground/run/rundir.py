@@ -4,9 +4,9 @@
 per log/eval step), ``summary.json`` (final metrics, parameter counts, git SHA, wall time,
 status, the command line), ``train.log`` (what the run printed: ``playground.run.runlog``),
 with ``train.save_samples`` ``eval_samples.jsonl`` (the last evaluation's per-question records,
-``Task.eval_records``) and ``checkpoints/`` (each with the resolved config inside, so one file loads alone). Every file but
-the log is written atomically (temp file, then rename) so a killed run never leaves a
-half-written result behind, and every file is mode 0644 (``SHARED_MODE``).
+``Task.eval_records``) and ``checkpoints/`` (each with the resolved config inside, so one file
+loads alone). Every file but the log is written atomically (temp file, then rename) so a killed
+run never leaves a half-written result behind, and every file is mode 0644 (``SHARED_MODE``).
 """
 
 from __future__ import annotations

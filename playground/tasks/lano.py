@@ -240,10 +240,7 @@ class Lano(Task):
         valid = [k for k, s in enumerate(candidates) if s]
         verdicts = accepts_many(self.grammar, [candidates[k] for k in valid])
         accepted = sum(verdicts)
-        verdict_of = dict(zip(valid, verdicts))
-        self._records = [{"sample": k, "stopped": bool(g.stopped), "length": len(g.tokens),
-                          "accepted": bool(verdict_of.get(k, False)),
-                          "text": v.decode(g.tokens)} for k, g in enumerate(gens)]
+        self._last = (gens, dict(zip(valid, verdicts)))  # for eval_records, made when asked
         lengths = np.array([len(g.tokens) for g in gens], float)
         return {"gen_acc": accepted / len(gens),
                 "gen_stopped": float(np.mean([g.stopped for g in gens])),
@@ -255,7 +252,10 @@ class Lano(Task):
         """The last generation's samples: index, whether it stopped (at ``<bos>``/end), its
         length in tokens, the exact recognizer's verdict (``accepted``: what ``gen_acc``
         counts) and its tokens as text."""
-        return getattr(self, "_records", [])
+        gens, verdict_of = getattr(self, "_last", ([], {}))
+        return [{"sample": k, "stopped": bool(g.stopped), "length": len(g.tokens),
+                 "accepted": bool(verdict_of.get(k, False)), "text": self.vocab.decode(g.tokens)}
+                for k, g in enumerate(gens)]
 
     def truth(self, ex: Example) -> np.ndarray:
         """float64[L, 1+T]: row i = the true next-symbol distribution [end, terminals…] after
