@@ -44,6 +44,7 @@ RESUME = ("auto", "never")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune",
                  "max-autotune-no-cudagraphs")  # torch.compile's
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # the modes that capture CUDA graphs
+GRAD_SYNCS = ("ddp", "flat")
 MLPS = ("swiglu", "gelu", "moe", "none")
 PACKINGS = ("auto", "aligned", "stream")  # data.packing; auto = the task's own (data/packing.py)
 
@@ -271,6 +272,12 @@ class TrainConfig:
     # backward | true = one graph per DDP bucket (Dynamo's optimize_ddp), each bucket's all-reduce
     # overlapping the rest of the backward
     ddp_bucket_graphs: bool = False
+    # data parallel: how the ranks sum their gradients. ddp = PyTorch's DistributedDataParallel
+    # (per-parameter hooks fill buckets, each all-reduced as it fills, overlapping the eager
+    # backward) | flat = after the whole backward, every gradient into one buffer and one
+    # all-reduce (no hooks: fewer host operations a step, where a compiled backward ends all
+    # at once anyway)
+    grad_sync: str = "ddp"
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto = bfloat16 autocast on CUDA, float32 elsewhere
     progress: bool = True
@@ -320,6 +327,10 @@ class TrainConfig:
         check(self.compile or not self.ddp_bucket_graphs, "train.ddp_bucket_graphs",
               self.ddp_bucket_graphs,
               "false unless train.compile=true: it chooses how the compiled model is split")
+        check(self.grad_sync in GRAD_SYNCS, "train.grad_sync", self.grad_sync,
+              f"one of {GRAD_SYNCS}")
+        check(self.grad_sync == "ddp" or not self.ddp_bucket_graphs, "train.ddp_bucket_graphs",
+              self.ddp_bucket_graphs, "false unless train.grad_sync=ddp: it splits DDP's graph")
         check(self.on_nonfinite in ("stop", "skip"), "train.on_nonfinite", self.on_nonfinite,
               "stop or skip")
         check(self.max_skipped >= 0, "train.max_skipped", self.max_skipped, "an integer >= 0")

@@ -237,7 +237,7 @@ COMMANDS = [
                 "playground-bench scaling task=depo1_K4 task.context=512 task.N=15 size=8L512D "
                 "train=paper train.batch_size=64 canon=ABCD train.compile=true "
                 "train.compile_mode=reduce-overhead procs=1,2,4 "
-                "compare='train.ddp_bucket_graphs=false | train.ddp_bucket_graphs=true'",
+                "compare='train.grad_sync=ddp | train.grad_sync=flat'",
                 "playground-bench scaling experiment=lano_paper procs=1,2,4 json=cfg3f.json")),
     Command("data", "task generation and loader throughput", cmd_data,
             {"tasks": ("depo1,depo2,brevo1,brevo2,mano,cfg3f,mqar,capo", "task presets"),

@@ -4,8 +4,9 @@ across processes (``torchrun --nproc_per_node=N -m playground.run.train``).
 Data parallel: every process cuts the same global batches from the stream (a function of the
 config alone; its loader builds one shard in N and the ranks swap them,
 ``playground.data.loader.ShardExchange``) and trains on its contiguous slice of each, so a run
-sees the same examples in the same order whatever the world size; DDP sums the gradients. Only
-rank 0 writes the run directory, logs and evaluates.
+sees the same examples in the same order whatever the world size; DDP (``train.grad_sync=ddp``)
+or one flat all-reduce (``flat``, :class:`FlatGradSync`) sums the gradients. Only rank 0 writes
+the run directory, logs and evaluates.
 """
 
 from __future__ import annotations
@@ -156,6 +157,38 @@ def all_sum(tensor: torch.Tensor) -> torch.Tensor:
     if dist.is_initialized() and world()[1] > 1:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     return tensor
+
+
+class FlatGradSync:
+    """Data parallel without DDP (``train.grad_sync=flat``): after the backward, every gradient
+    is copied into one buffer per dtype, summed over the ranks by one all-reduce, and each
+    parameter's ``.grad`` becomes its view of the sum. A few operations a step, where DDP's
+    per-parameter hooks launch one or two each; DDP's one advantage, the all-reduce overlapping
+    the backward, is lost where a compiled backward hands over all its gradients at once.
+    The ranks must start from the same weights: :meth:`broadcast` copies rank 0's."""
+
+    def __init__(self, params):
+        self.params = [p for p in params if p.requires_grad]
+        self.groups: dict[torch.dtype, tuple[list, torch.Tensor, list]] = {}
+        for dtype in dict.fromkeys(p.dtype for p in self.params):
+            group = [p for p in self.params if p.dtype == dtype]
+            flat = torch.empty(sum(p.numel() for p in group), dtype=dtype,
+                               device=group[0].device)
+            views = [v.view_as(p) for v, p in zip(flat.split([p.numel() for p in group]), group)]
+            self.groups[dtype] = (group, flat, views)
+
+    def broadcast(self) -> None:
+        with torch.no_grad():
+            for p in self.params:
+                dist.broadcast(p, 0)
+
+    def __call__(self) -> None:
+        for group, flat, views in self.groups.values():
+            grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in group]
+            torch.cat([g.reshape(-1) for g in grads], out=flat)
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+            for p, view in zip(group, views):
+                p.grad = view
 
 
 def barrier() -> None:

@@ -37,6 +37,7 @@ from playground.model import LM, build_model, decoding_graphs, generation_progre
 from playground.run import rundir as runs
 from playground.run.budget import duration_text
 from playground.run.device import (
+    FlatGradSync,
     all_sum,
     barrier,
     device_for,
@@ -131,10 +132,12 @@ def check_batch_split(batch_size: int, micro_batch_size: int, size: int) -> None
                           f"world size {size} (times train.micro_batch_size when set)")
 
 
-def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch.device):
-    """One optimizer update over the global batch: this process's slice of it (data parallel),
-    in micro-batches. Returns device tensors: this slice's share of the mean loss per target
-    token, and whether the step was non-finite (then skipped)."""
+def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch.device,
+               grad_sync: FlatGradSync | None = None):
+    """One optimizer update over the global batch: this process's slice of it (data parallel:
+    DDP's ``model`` sums the ranks' gradients, else ``grad_sync`` after the backward), in
+    micro-batches. Returns device tensors: this slice's share of the mean loss per target token,
+    and whether the step was non-finite (then skipped)."""
     rank, size, _ = world()
     share = t.batch_size // size
     micro = min(t.micro_batch_size or share, share)
@@ -147,6 +150,8 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     if device.type == "cuda":
         mine = [None if x is None else x.pin_memory() for x in mine]
     total = torch.zeros((), device=device)
+    # the loss is this rank's part of a sum over the ranks; DDP averages their gradients
+    scale = size if hasattr(model, "no_sync") else 1
     starts = range(0, share, micro)
     for lo in starts:
         tok, msk, seg = (None if x is None else x[lo : lo + micro].to(device, non_blocking=True)
@@ -157,8 +162,10 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
             loss = ce
             if (aux := model.aux_loss()) is not None:  # MoE load balancing, per micro-batch
                 loss = ce + model.cfg.moe_aux_weight * aux * msk.shape[0] / t.batch_size
-            (loss * size).backward()  # DDP averages gradients over ranks; the loss is a sum
+            (loss * scale).backward()
         total += ce.detach()
+    if grad_sync is not None:
+        grad_sync()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip or math.inf)
     bad = ~(torch.isfinite(total) & torch.isfinite(norm))  # the norm is global: all ranks agree
     opt.found_inf = bad.float()  # the fused kernel leaves weights and moments untouched if set
@@ -190,6 +197,10 @@ class Trainer:
         self.main = is_main()
         self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)
         self.step_fn = self._wrap(self.model, cfg)
+        self.grad_sync = None  # data parallel without DDP: the gradients' all-reduce
+        if world()[1] > 1 and cfg.train.grad_sync == "flat":
+            self.grad_sync = FlatGradSync(self.model.parameters())
+            self.grad_sync.broadcast()
         self.opt = make_optimizer(self.model, cfg.train)
         self.log = runs.MetricsLog(self.out / "metrics.jsonl")
         self.step, self.data_state, self.tokens_seen, self.train_time = 0, None, 0, 0.0
@@ -209,24 +220,25 @@ class Trainer:
 
     @staticmethod
     def _wrap(model: LM, cfg: Config):
-        """The module the training step calls: DDP across processes, then torch.compile."""
-        size = world()[1]
+        """The module the training step calls: DDP across processes (``train.grad_sync=ddp``),
+        then torch.compile."""
+        size, t = world()[1], cfg.train
         if size > 1:
-            t = cfg.train
             check_batch_split(t.batch_size, t.micro_batch_size, size)
+        if size > 1 and t.grad_sync == "ddp":
             # the only buffers (rotary frequencies) are the same constants on every rank: no
             # broadcast before each forward; the gradients live in DDP's all-reduce buckets (no
             # copy into them and back each step)
             model = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False,
                                                               gradient_as_bucket_view=True)
             model.cfg, model.aux_loss = model.module.cfg, model.module.aux_loss
-            if cfg.train.compile:
+            if t.compile:
                 # default: one graph, the gradients' all-reduce after the backward, instead of a
                 # graph at each DDP bucket: 0.82-0.90 M tokens/s instead of 0.70-0.76 M on 2 H200s
                 # in the default compile mode (Depo1 mini, 8L512D; docs/PERFORMANCE.md), where
                 # the all-reduce takes 0.5 ms of a ~40 ms step
                 torch._dynamo.config.optimize_ddp = t.ddp_bucket_graphs
-        return compiled(model, cfg.train)
+        return compiled(model, t)
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -360,7 +372,7 @@ class Trainer:
         batch = next(batches)
         segments = batch.segments if self.cfg.data.isolate_examples else None
         loss, bad = train_step(self.step_fn, self.opt, batch.tokens, batch.mask, segments, t,
-                               self.device)
+                               self.device, self.grad_sync)
         self.loss_acc += torch.where(bad, 0.0, loss)
         self.good_acc += (~bad).float()
         self.bad_total += bad.float()

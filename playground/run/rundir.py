@@ -381,12 +381,13 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
 
 
 # Keys that may differ between a run and its resumption: they do not change what is computed
-# (the device, train.deterministic, train.compile_scope, train.compile_mode and
-# train.ddp_bucket_graphs change how, so the last bits may differ; train.eval_graphs, how
-# evaluations decode).
+# (the device, train.deterministic, train.compile_scope, train.compile_mode,
+# train.ddp_bucket_graphs and train.grad_sync change how, so the last bits may differ;
+# train.eval_graphs, how evaluations decode).
 VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress",
             "train.resume", "train.device", "train.deterministic", "train.compile_scope",
-            "train.compile_mode", "train.ddp_bucket_graphs", "train.eval_batch_size",
+            "train.compile_mode", "train.ddp_bucket_graphs", "train.grad_sync",
+            "train.eval_batch_size",
             "train.eval_graphs", "train.save_samples", "data.num_workers", "data.prefetch",
             "train.length_scales")  # the last: an extra evaluation after training
 
