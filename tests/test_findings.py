@@ -5,6 +5,7 @@ finding still needs, and the generated tables in the READMEs."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -79,7 +80,9 @@ def test_sameness_within_and_beyond_the_tolerance():
 
 
 def test_no_run_on_a_side_is_untested():
-    assert fnd.compare([], [0.5, 0.6, 0.7])["verdict"] == "untested"
+    stats = fnd.compare([], [0.5, 0.6, 0.7])
+    assert stats["verdict"] == "untested" and stats["seeds_b"] == 3
+    assert math.isnan(stats["mean_a"]) and stats["mean_b"] == pytest.approx(0.6)  # still shown
 
 
 def test_the_t_quantiles():
@@ -298,3 +301,21 @@ def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():
     assert fnd.figure(table, "5").axes[0].get_title().startswith("R8")
     empty = fnd.figure(table[table["id"] == "R6"], "4")
     assert [t.get_text() for t in empty.axes[0].texts] == ["no runs yet"]
+
+
+def test_the_paper_cell_findings_are_the_reports_output():
+    """sweeps/findings_paper.yaml finds the committed paper-recipe record by its labels
+    (sweep=lano_paper from the experiment, panel=lano, variant=llama_rope_canon), and
+    results/paper/findings/ and results/paper/README.md hold what the report writes from it."""
+    frame, refused = check_integrity(load_runs(ROOT / "results" / "paper"))
+    assert not refused
+    findings = fnd.load_findings(fnd.SPEC.with_name("findings_paper.yaml"))
+    table = fnd.evaluate(findings, frame)
+    row = table.set_index("id").loc["P2-cfg3f"]
+    assert row["seeds_b"] == 1 and row["mean_b"] == pytest.approx(0.9765)
+    assert row["verdict"] == "untested" if row["seeds_a"] == 0 else row["seeds_a"] == 1
+    out = ROOT / "results" / "paper" / "findings"
+    assert (out / "findings.md").read_text() == fnd.markdown(table, findings)
+    block = re.search(r"<!-- findings:begin -->\n(.*?)<!-- findings:end -->",
+                      (ROOT / "results" / "paper" / "README.md").read_text(), re.S)
+    assert block and block.group(1) == fnd.summary(table), "regenerate with playground-report"

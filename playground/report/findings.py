@@ -248,11 +248,13 @@ def compare(a: list[float], b: list[float], questions_a: float | None = None,
     """The margin of side ``b`` over side ``a`` (positive: ``b`` does better; for a
     lower-is-better metric, ``a - b``), its 95 % interval and the verdict (module docstring).
     ``questions_*``: the eval's questions behind each side's metric (None: not a proportion)."""
-    out = {"seeds_a": len(a), "seeds_b": len(b), "mean_a": np.nan, "mean_b": np.nan,
+    out = {"seeds_a": len(a), "seeds_b": len(b),
+           "mean_a": float(np.mean(a)) if a else np.nan,
+           "mean_b": float(np.mean(b)) if b else np.nan,
            "margin": np.nan, "low": np.nan, "high": np.nan}
-    if not a or not b:
+    if not a or not b:  # the side that has runs still shows its mean
         return {**out, "verdict": "untested"}
-    ma, mb = float(np.mean(a)), float(np.mean(b))
+    ma, mb = out["mean_a"], out["mean_b"]
     margin = (ma - mb) if lower else (mb - ma)
     parts = [_variance(a, ma, questions_a) / len(a), _variance(b, mb, questions_b) / len(b)]
     half = t975(_welch_df(parts, (len(a), len(b)))) * math.sqrt(sum(parts))
@@ -498,7 +500,7 @@ def figure(table: pd.DataFrame, result: str):
         ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']} "
                      f"(n = {r['seeds_a']} / {r['seeds_b']})", fontsize=7)
     untested = len(rows) - len(drawn)
-    fig.suptitle(f"Result {result} at the mini probe cells (points: seeds; bar: mean)"
+    fig.suptitle(f"Result {result} (points: seeds; bar: mean)"
                  + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
                     if untested else ""), fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # room for the title
