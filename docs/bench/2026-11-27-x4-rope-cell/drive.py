@@ -94,8 +94,10 @@ def paper_cell(canon: str) -> float:
     """One variant: 0 when it ran to its end, inf when it failed, else (stopped because it
     would end after the hold) the time it needed over the time there was."""
     run = root / "cell" / f"lano_paper_{canon}_lr{lr}"
+    variant = "llama_rope" if canon == "none" else "llama_rope_canon"  # the findings' label
     proc = torchrun("0,1,2,3", ["experiment=lano_paper", "mixer=rope", f"canon={canon}",
-                                f"train.lr={lr}", "train.ckpt_every=100000", f"out_dir={run}"],
+                                f"train.lr={lr}", f"variant={variant}", "train.ckpt_every=100000",
+                                f"out_dir={run}"],
                     root / f"cell_{canon}.log")
     note(decision="paper cell started", canon=canon, lr=lr, time_left_s=round(left()))
     checked, packed = False, time.time()
