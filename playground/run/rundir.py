@@ -387,8 +387,8 @@ def load_latest_checkpoint(ckpt_dir: Path) -> tuple[Path, dict] | None:
 VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb", "train.progress",
             "train.resume", "train.device", "train.deterministic", "train.compile_scope",
             "train.compile_mode", "train.ddp_bucket_graphs", "train.grad_sync",
-            "train.eval_batch_size",
-            "train.eval_graphs", "train.save_samples", "data.num_workers", "data.prefetch",
+            "train.eval_batch_size", "train.eval_graphs", "train.save_samples",
+            "data.num_workers", "data.prefetch",
             "train.length_scales")  # the last: an extra evaluation after training
 
 
