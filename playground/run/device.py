@@ -184,8 +184,8 @@ class FlatGradSync:
 
     def __call__(self) -> None:
         for group, flat, views in self.groups.values():
-            grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in group]
-            torch.cat([g.reshape(-1) for g in grads], out=flat)
+            torch.cat([(torch.zeros_like(p) if p.grad is None else p.grad).reshape(-1)
+                       for p in group], out=flat)
             dist.all_reduce(flat, op=dist.ReduceOp.SUM)
             for p, view in zip(group, views):
                 p.grad = view

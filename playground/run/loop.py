@@ -150,13 +150,14 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     if device.type == "cuda":
         mine = [None if x is None else x.pin_memory() for x in mine]
     total = torch.zeros((), device=device)
+    ddp = hasattr(model, "no_sync")
     # the loss is this rank's part of a sum over the ranks; DDP averages their gradients
-    scale = size if hasattr(model, "no_sync") else 1
+    scale = size if ddp else 1
     starts = range(0, share, micro)
     for lo in starts:
         tok, msk, seg = (None if x is None else x[lo : lo + micro].to(device, non_blocking=True)
                          for x in mine)
-        sync = lo == starts[-1] or not hasattr(model, "no_sync")  # DDP: all-reduce once per step
+        sync = lo == starts[-1] or not ddp  # DDP: all-reduce once per step
         with autocast_for(device, t.dtype), (contextlib.nullcontext() if sync else model.no_sync()):
             ce = masked_loss_sum(model, tok, msk, seg) / n_targets
             loss = ce
@@ -196,11 +197,7 @@ class Trainer:
             torch.set_num_threads(max(1, min(4, (os.cpu_count() or 1) - self.workers)))
         self.main = is_main()
         self.model = build_model(cfg.model, len(self.task.vocab), seed=cfg.seed).to(self.device)
-        self.step_fn = self._wrap(self.model, cfg)
-        self.grad_sync = None  # data parallel without DDP: the gradients' all-reduce
-        if world()[1] > 1 and cfg.train.grad_sync == "flat":
-            self.grad_sync = FlatGradSync(self.model.parameters())
-            self.grad_sync.broadcast()
+        self.step_fn, self.grad_sync = self._wrap(self.model, cfg)
         self.opt = make_optimizer(self.model, cfg.train)
         self.log = runs.MetricsLog(self.out / "metrics.jsonl")
         self.step, self.data_state, self.tokens_seen, self.train_time = 0, None, 0, 0.0
@@ -219,13 +216,18 @@ class Trainer:
         return {k: v - self._compiled_before[k] for k, v in compile_counts().items()}
 
     @staticmethod
-    def _wrap(model: LM, cfg: Config):
-        """The module the training step calls: DDP across processes (``train.grad_sync=ddp``),
-        then torch.compile."""
+    def _wrap(model: LM, cfg: Config) -> tuple:
+        """The module the training step calls (DDP across processes with
+        ``train.grad_sync=ddp``, then torch.compile) and, with ``flat``, the sum of the ranks'
+        gradients the step calls after the backward (else None)."""
         size, t = world()[1], cfg.train
         if size > 1:
             check_batch_split(t.batch_size, t.micro_batch_size, size)
-        if size > 1 and t.grad_sync == "ddp":
+        if size > 1 and t.grad_sync == "flat":
+            grad_sync = FlatGradSync(model.parameters())
+            grad_sync.broadcast()
+            return compiled(model, t), grad_sync
+        if size > 1:
             # the only buffers (rotary frequencies) are the same constants on every rank: no
             # broadcast before each forward; the gradients live in DDP's all-reduce buckets (no
             # copy into them and back each step)
@@ -238,7 +240,7 @@ class Trainer:
                 # in the default compile mode (Depo1 mini, 8L512D; docs/PERFORMANCE.md), where
                 # the all-reduce takes 0.5 ms of a ~40 ms step
                 torch._dynamo.config.optimize_ddp = t.ddp_bucket_graphs
-        return compiled(model, t)
+        return compiled(model, t), None
 
     # -- checkpoints -------------------------------------------------------------------------
 
