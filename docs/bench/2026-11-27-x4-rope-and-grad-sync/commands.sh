@@ -4,8 +4,10 @@
 git archive HEAD playground conf sweeps pyproject.toml README.md tests \
   docs/bench/2026-11-27-x4-rope-and-grad-sync > .whl/head.tar
 git archive HEAD results/mini/runs > .whl/runs.tar   # the records so far: the sweep skips them
-# Device calls (run tool, kind nvidia-h100-x4, carry [.whl]), each within the 30-s warm window;
-# HOLD_LEFT_S = 1,800 s less the device's held time at the call (an assumed 1,600 at the first):
-bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh start 30 1600
-bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh poll 560 HOLD_LEFT_S
-bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh poll 560   # until drive.jsonl says done
+# Device calls (run tool, carry [.whl]); the first names kind nvidia-h100-x4, every later one names
+# no kind (a call naming another kind than the one held gives the machine back: the second call
+# below named nvidia-h100-x4 while an nvidia-h200-x4 machine was held, and started bare);
+# HOLD_LEFT_S = 1,800 s less the device's held time at the call:
+bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh start 560 1600          # 4 x H200: the cell
+bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh poll 560 1199           # bare 4 x H100
+CANONS=skip bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh start 430 440  # the scaling phases
