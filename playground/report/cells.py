@@ -110,6 +110,12 @@ def _stated(frame: pd.DataFrame, column: str) -> pd.Series:
                      index=frame.index, dtype=float)
 
 
+def best_mean_lr(done: pd.DataFrame, lower: bool) -> float:
+    """The learning rate whose runs (finished, with a value) have the best mean value."""
+    means = done.groupby("lr")["value"].mean()
+    return means.idxmin() if lower else means.idxmax()
+
+
 def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
     finished, pending = group["status"] == "finished", group["status"].isin(PENDING)
     done = group[finished & group["value"].notna()]
@@ -123,8 +129,7 @@ def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
         return {**out, "status": status, "value": np.nan, "value2": np.nan}
     by_lr = done.groupby("lr")["value"].agg(["mean", "std", "count"])
     best = done.sort_values(["value", "value2"], ascending=lower).iloc[0]
-    lr = ((by_lr["mean"].idxmin() if lower else by_lr["mean"].idxmax()) if agg == "mean"
-          else best["lr"])
+    lr = best_mean_lr(done, lower) if agg == "mean" else best["lr"]
     value = by_lr.loc[lr, "mean"] if agg == "mean" else best["value"]
     runs_at_lr = done[done["lr"] == lr]
     at_lr = runs_at_lr.sort_values("value", ascending=lower).iloc[0]
@@ -145,6 +150,46 @@ def cells(frame: pd.DataFrame, agg: str = "best", lower: bool = False) -> pd.Dat
     rows = [{**dict(zip(CELL_KEYS, key)), **_cell(group, agg, lower)}
             for key, group in frame.groupby(CELL_KEYS, dropna=False)]
     return pd.DataFrame(rows).sort_values(["panel", "architecture", "canon", "row_index", "size"])
+
+
+GAP_KEYS = ["panel", "row", "row_index", "architecture", "size"]
+
+
+def gaps(frame: pd.DataFrame, canon: str = "abcd_res", lower: bool = False) -> pd.DataFrame:
+    """Canon's gain per (panel, row, architecture, size): the runs with Canon ``canon`` against
+    the same architecture's runs without Canon (``none``), each side at its learning rate of the
+    best mean over seeds. ``gain`` is the mean with Canon minus the mean without (for a
+    lower-is-better metric, without minus with), so it is positive where Canon does better;
+    ``seed_gains`` are the same difference per seed that both sides ran (``paired_seeds``).
+    ``params``: the runs' median non-embedding parameter count, where recorded."""
+    done = frame[(frame["status"] == "finished") & frame["value"].notna()]
+    sign = -1.0 if lower else 1.0
+    rows = []
+    for key, group in done.groupby(GAP_KEYS, dropna=False):
+        sides = [group[group["canon"] == c] for c in ("none", canon)]
+        if any(side.empty for side in sides):
+            continue
+        sides = [side[side["lr"] == best_mean_lr(side, lower)] for side in sides]
+        without, with_ = (side.groupby("seed")["value"].mean() for side in sides)
+        paired = sorted(set(without.index) & set(with_.index))
+        params = group.get("params.non_embedding", pd.Series(dtype=float)).dropna()
+        rows.append({**dict(zip(GAP_KEYS, key)), "canon": canon,
+                     "gain": sign * (with_.mean() - without.mean()),
+                     "value_without": without.mean(), "value_with": with_.mean(),
+                     "seeds_without": len(without), "seeds_with": len(with_),
+                     "lr_without": sides[0]["lr"].iloc[0], "lr_with": sides[1]["lr"].iloc[0],
+                     "paired_seeds": ";".join(str(int(s)) for s in paired),
+                     "seed_gains": ";".join(f"{sign * (with_[s] - without[s]):.6g}"
+                                            for s in paired),
+                     "params": params.median() if len(params) else np.nan})
+    columns = [*GAP_KEYS, "canon", "gain", "value_without", "value_with", "seeds_without",
+               "seeds_with", "lr_without", "lr_with", "paired_seeds", "seed_gains", "params"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows, columns=columns)
+    table["size_rank"] = table["size"].map(size_order)
+    return (table.sort_values(["panel", "architecture", "row_index", "size_rank"])
+            .drop(columns="size_rank").reset_index(drop=True))
 
 
 def paper_cells(figure: int | None = None, path: Path = PAPER_CSV) -> pd.DataFrame:

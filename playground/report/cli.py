@@ -260,6 +260,44 @@ def cmd_bars(args: Args) -> int:
     return 0
 
 
+def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
+    """One markdown table per (panel, architecture): rows = difficulty, columns = sizes, each
+    cell Canon's mean gain with the seeds of each side (without + with)."""
+    scale, unit = (100, " pt") if percent else (1, "")
+    return _tables(table, ["panel", "architecture", "canon"],
+                   lambda key: f"{key[0]}: {plots.variant_label(key[1], key[2])} − "
+                               f"{plots.ARCH_NAMES.get(key[1], key[1])}",
+                   lambda g: f"{scale * g['gain']:+#.3g}{unit} "
+                             f"({g['seeds_without']} + {g['seeds_with']})")
+
+
+def cmd_gaps(args: Args) -> int:
+    metric, canon = args["metric"], args["canon"]
+    lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
+    runs = _heatmap_runs(args)
+    table = aggregate.gaps(runs, canon, lower)
+    if table.empty:
+        ids = sorted(set(runs["canon"]) - {"none"}) if "canon" in runs else []
+        raise ConfigError(f"canon={canon} is invalid: no architecture under "
+                          f"{args.positional[0]} has finished runs of one cell both with it and "
+                          f"without Canon; the Canon ids there: {ids}")
+    out, suffix = _out(args), _suffix(metric)
+    atomic_write(out / f"gaps{suffix}.csv", table.to_csv(index=False).encode())
+    atomic_write(out / f"gaps{suffix}.md", gaps_markdown(table, percent).encode())
+    stated = runs.get("record.task.metric", pd.Series(dtype=object)).dropna().unique()
+    what = metric or ", ".join(sorted(map(str, stated))) or "accuracy"
+    ylabel = (f"Canon's gain in {what} (points)" if percent
+              else f"Canon's gain in {what} ({'without − with' if lower else 'with − without'})")
+    for panel, block in table.groupby("panel") if args.flag("figures") else ():
+        fig = plots.gaps_figure(block, f"{panel}: {plots.canon_label(canon)} minus no Canon, "
+                                f"mean over seeds (line) and per seed (points)", ylabel, percent)
+        save_figure(fig, out / f"gaps_{panel}{suffix}.png")
+    print(gaps_markdown(table, percent))
+    print(f"wrote {out}/gaps{suffix}.csv, gaps{suffix}.md and {table['panel'].nunique()} "
+          "figure(s); cells: the mean gain (seeds without + with Canon)")
+    return 0
+
+
 def cmd_table(args: Args) -> int:
     frame = aggregate.annotate(_runs(args))
     cols = [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr",
@@ -412,6 +450,15 @@ COMMANDS = [
             examples=("playground-report bars results/mqar_mini out=results/mini/mqar",
                       "playground-report bars results/mini/runs/gdn_mini panel=lano metric=kl "
                       "out=results/mini/gdn")),
+    Command("gaps", "Canon's gain (with minus without, per architecture) against model size, "
+                    "one panel per difficulty row, mean and per seed", cmd_gaps,
+            {"canon": ("abcd_res", "the Canon variant compared with none (a canon id of the "
+                                   "heatmap cells: abcd_res, ab_nores…)"),
+             "metric": ("", "this metric instead of the task's (kl: lower is better, the gain "
+                            "is without − with); outputs get the suffix _NAME"),
+             **OUT}, R,
+            examples=("playground-report gaps results/mini/runs/fig7_mini panel=lano metric=kl "
+                      "out=results/mini/fig7_lano",)),
     Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo,
             dict(OUT), R, examples=("playground-report capo results/capo",)),
     Command("lengthgen", "metric vs eval length (× training context), one line per variant",

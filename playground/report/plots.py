@@ -471,3 +471,47 @@ def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str, accuracy: boo
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = True) -> Figure:
+    """Canon's gain against model size (``playground-report gaps``): one panel per difficulty
+    row, the sizes in the paper's column order (with their parameter counts where recorded);
+    per architecture its mean gain as a line and each paired seed's gain as a point, zero
+    dashed."""
+    rows = list(dict.fromkeys(table.sort_values("row_index")["row"]))
+    sizes = sorted(dict.fromkeys(table["size"]), key=size_order)
+    archs = sorted(dict.fromkeys(table["architecture"]))
+    scale = 100 if percent else 1
+    fig = Figure(figsize=(1.2 + 2.4 * len(rows) * max(1, len(sizes) / 4), 3.6))
+    axes = fig.subplots(1, len(rows), sharey=True, squeeze=False)[0]
+    labelled: set[str] = set()
+    for ax, row in zip(axes, rows):
+        for i, arch in enumerate(archs):
+            part = table[(table["row"] == row) & (table["architecture"] == arch)]
+            if part.empty:
+                continue
+            x = np.array([sizes.index(s) for s in part["size"]]) + 0.08 * (i - (len(archs) - 1) / 2)
+            color = f"C{i % 10}"  # an architecture keeps its colour in every row's panel
+            label = (f"{variant_label(arch, part['canon'].iloc[0])} − {ARCH_NAMES.get(arch, arch)}"
+                     if arch not in labelled else None)  # one legend entry an architecture
+            labelled.add(arch)
+            ax.plot(x, scale * part["gain"], marker=MARKERS[i % len(MARKERS)], ms=5, color=color,
+                    lw=1.2, ls=DASHES[i % len(DASHES)], gid=f"series:{arch}", label=label)
+            for xi, gains in zip(x, part["seed_gains"]):
+                values = [scale * float(g) for g in str(gains).split(";") if g not in ("", "nan")]
+                ax.scatter([xi] * len(values), values, s=12, color=color, alpha=0.55,
+                           linewidths=0)
+        ax.axhline(0, color="#555555", lw=0.8, ls="--")
+        params = table.groupby("size")["params"].median()
+        ax.set_xticks(range(len(sizes)), [
+            s + (f"\n{params[s] / 1e6:.0f}M" if not pd.isna(params.get(s, np.nan)) else "")
+            for s in sizes], fontsize=7)
+        ax.set_xlim(-0.5, len(sizes) - 0.5)
+        ax.set_title(str(row), fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=10)
+    fig.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, -0.06), ncol=2,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
