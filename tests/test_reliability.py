@@ -44,17 +44,21 @@ def records(out: Path) -> list[dict]:
 LOSS_REL = 1e-4
 
 
-def losses_match(got: list[dict], want: list[dict]) -> bool:
-    return [r["loss"] for r in got if "loss" in r] == pytest.approx(
-        [r["loss"] for r in want if "loss" in r], rel=LOSS_REL, abs=0)
+NEAR = ("loss", "grad_norm", "grad_norm_max")  # compared to LOSS_REL; every other field exactly
+
+
+def losses_match(got: list[dict], want: list[dict], key: str = "loss") -> bool:
+    return [r[key] for r in got if key in r] == pytest.approx(
+        [r[key] for r in want if key in r], rel=LOSS_REL, abs=0)
 
 
 def assert_same_run(got: list[dict], want: list[dict]) -> None:
-    """The same records (steps, tokens, learning rates, evaluations, to the bit), losses to
-    ``LOSS_REL``."""
-    assert [{k: v for k, v in r.items() if k != "loss"} for r in got] == \
-           [{k: v for k, v in r.items() if k != "loss"} for r in want]
-    assert losses_match(got, want), [(a.get("loss"), b.get("loss")) for a, b in zip(got, want)]
+    """The same records (steps, tokens, learning rates, evaluations, to the bit), losses and
+    gradient norms to ``LOSS_REL``."""
+    assert [{k: v for k, v in r.items() if k not in NEAR} for r in got] == \
+           [{k: v for k, v in r.items() if k not in NEAR} for r in want]
+    for key in NEAR:
+        assert losses_match(got, want, key), [(a.get(key), b.get(key)) for a, b in zip(got, want)]
     assert [set(r) for r in got] == [set(r) for r in want]
 
 
@@ -95,6 +99,25 @@ def test_kill9_anywhere_then_resume_is_exact(tmp_path, reference, kill_at):
     subprocess.run(cmd(out), check=True, capture_output=True)
     assert_same_run(records(out), reference)
     assert runs.read_json(out / "summary.json")["status"] == "finished"
+
+
+@pytest.mark.slow
+def test_a_resume_inside_a_log_interval_logs_the_intervals_whole_means(tmp_path):
+    """Log lines every 5 steps, checkpoints every 3: killed after the checkpoint at step 6, the
+    run resumes with the interval's loss and gradient-norm sums of steps 6 and before."""
+    every5 = ("train.log_every=5",)
+    want, out = tmp_path / "want", tmp_path / "run"
+    subprocess.run(cmd(want, *every5), check=True, capture_output=True)
+    proc = subprocess.Popen(cmd(out, *every5), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while proc.poll() is None and not (out / "checkpoints" / "step_00000006.pt.sha256").exists():
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    resumed_at = int(runs.checkpoint_paths(out / "checkpoints")[-1].stem.split("_")[1])
+    assert resumed_at % 5 and resumed_at < STEPS  # inside a log interval, not at the end
+    subprocess.run(cmd(out, *every5), check=True, capture_output=True)
+    assert_same_run(records(out), records(want))
 
 
 @pytest.mark.slow

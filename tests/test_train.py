@@ -49,6 +49,26 @@ def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     assert again["step"] == 40 and again["metrics"] == saved["metrics"]
 
 
+def test_the_logged_gradient_norm_is_each_intervals_mean_and_largest(make_cfg, tmp_path):
+    """``grad_norm`` / ``grad_norm_max``: the mean and the largest of the interval's global
+    gradient norms, before clipping (a run clipped hard logs the same first norm)."""
+    def train_log(name: str) -> list[dict]:
+        return [r for r in runs.MetricsLog(tmp_path / name / "metrics.jsonl").records()
+                if r["split"] == "train"]
+
+    for name, extra in (("every", ()), ("three", ("train.log_every=3",)),
+                        ("clipped", ("train.grad_clip=1e-6",))):
+        run(make_cfg(*TINY, "train.steps=6", *extra, run=name))
+    every = train_log("every")
+    norms = [r["grad_norm"] for r in every]
+    assert all(r["grad_norm"] == r["grad_norm_max"] > 0 for r in every)
+    three = train_log("three")
+    assert [r["grad_norm"] for r in three] == pytest.approx([sum(norms[:3]) / 3,
+                                                             sum(norms[3:]) / 3])
+    assert [r["grad_norm_max"] for r in three] == pytest.approx([max(norms[:3]), max(norms[3:])])
+    assert train_log("clipped")[0]["grad_norm"] == pytest.approx(norms[0]) and norms[0] > 1e-3
+
+
 def test_finished_run_is_skipped_and_changed_config_refused(make_cfg):
     cfg = make_cfg(*TINY, "train.steps=3")
     run(cfg)

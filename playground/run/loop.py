@@ -137,7 +137,8 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     """One optimizer update over the global batch: this process's slice of it (data parallel:
     DDP's ``model`` sums the ranks' gradients, else ``grad_sync`` after the backward), in
     micro-batches. Returns device tensors: this slice's share of the mean loss per target token,
-    and whether the step was non-finite (then skipped)."""
+    whether the step was non-finite (then skipped), and the global gradient norm before
+    clipping."""
     rank, size, _ = world()
     share = t.batch_size // size
     micro = min(t.micro_batch_size or share, share)
@@ -172,7 +173,7 @@ def train_step(model, opt, tokens, mask, segments, t: TrainConfig, device: torch
     opt.found_inf = bad.float()  # the fused kernel leaves weights and moments untouched if set
     opt.step()
     opt.zero_grad(set_to_none=True)
-    return total, bad
+    return total, bad, norm
 
 
 def compile_counts() -> dict[str, int]:
@@ -203,6 +204,8 @@ class Trainer:
         self.step, self.data_state, self.tokens_seen, self.train_time = 0, None, 0, 0.0
         zero = torch.zeros((), device=self.device)
         self.loss_acc, self.good_acc, self.bad_total = zero.clone(), zero.clone(), zero.clone()
+        # the gradient norms of the log interval's finite steps: their sum and largest
+        self.norm_acc, self.norm_max = zero.clone(), zero.clone()
         self.skipped = 0  # non-finite steps seen at the last check
         self.last_eval: dict = {}
         self.eval_s: list[float] = []  # this process's evaluations: seconds each
@@ -251,7 +254,8 @@ class Trainer:
         return {"step": self.step, "model": self.model.state_dict(),
                 "optimizer": self.opt.state_dict(), "data": batches.state_dict(),
                 "loss_acc": self.loss_acc.cpu(), "good_acc": self.good_acc.cpu(),
-                "bad_total": self.bad_total.cpu(), "tokens_seen": self.tokens_seen,
+                "bad_total": self.bad_total.cpu(), "norm_acc": self.norm_acc.cpu(),
+                "norm_max": self.norm_max.cpu(), "tokens_seen": self.tokens_seen,
                 "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng,
                 "config": self.config}
 
@@ -275,8 +279,9 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
         self.step, self.data_state = state["step"], state["data"]
-        for key in ("loss_acc", "good_acc", "bad_total"):
-            setattr(self, key, state[key].to(self.device))
+        for key in ("loss_acc", "good_acc", "bad_total", "norm_acc", "norm_max"):
+            # checkpoints written before the gradient norm was logged have no norms: from zero
+            setattr(self, key, state.get(key, torch.zeros(())).to(self.device))
         self.skipped = int(self.bad_total)
         self.tokens_seen, self.train_time = state["tokens_seen"], state["train_time"]
         self.last_eval = state["last_eval"]
@@ -373,10 +378,13 @@ class Trainer:
             group["lr"] = lr_at(self.step, t)
         batch = next(batches)
         segments = batch.segments if self.cfg.data.isolate_examples else None
-        loss, bad = train_step(self.step_fn, self.opt, batch.tokens, batch.mask, segments, t,
-                               self.device, self.grad_sync)
+        loss, bad, norm = train_step(self.step_fn, self.opt, batch.tokens, batch.mask, segments,
+                                     t, self.device, self.grad_sync)
         self.loss_acc += torch.where(bad, 0.0, loss)
         self.good_acc += (~bad).float()
+        norm = torch.where(bad, 0.0, norm)
+        self.norm_acc += norm
+        torch.maximum(self.norm_max, norm, out=self.norm_max)
         self.bad_total += bad.float()
         self.tokens_seen += batch.tokens.numel()
         bar.update(1)
@@ -422,17 +430,21 @@ class Trainer:
         t = self.cfg.train
         good = float(self.good_acc)  # the host sync of the loop, once per log interval
         loss = float(all_sum(self.loss_acc)) / good if good else math.nan
+        # the norm is global (after the ranks' sum): every rank has the same
+        grad_norm = float(self.norm_acc) / good if good else math.nan
+        grad_norm_max = float(self.norm_max) if good else math.nan
         self._agree_on_signal()
         self._lap()
         self.check_finite()
-        self.loss_acc.zero_()
-        self.good_acc.zero_()
+        for acc in (self.loss_acc, self.good_acc, self.norm_acc, self.norm_max):
+            acc.zero_()
         tokens, seconds = self.tokens_seen - self._mark[0], self.train_time - self._mark[1]
         self._mark = (self.tokens_seen, self.train_time)
         tok_s = tokens / max(seconds, 1e-9)  # since the previous log line
         record = {"step": self.step, "split": "train", "loss": loss, "lr": lr_at(self.step, t),
                   "tokens": self.tokens_seen, "tokens_per_s": tok_s,
-                  "train_time_s": self.train_time, "skipped_steps": self.skipped}
+                  "train_time_s": self.train_time, "skipped_steps": self.skipped,
+                  "grad_norm": grad_norm, "grad_norm_max": grad_norm_max}
         if self.main:
             self.log.append(record)
         mirror.log({f"train/{k}": v for k, v in record.items() if k != "split"}, self.step)
