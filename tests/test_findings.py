@@ -149,6 +149,19 @@ def test_synthetic_records_give_the_known_verdicts(synthetic):
     assert table.loc["F-missing", "missing"] == "missing seed 0; missing seed 1; missing seed 2"
 
 
+def test_sides_are_named_from_their_records_unless_they_read_alike(synthetic):
+    _, _, table = synthetic
+    # every synthetic variant is the same model: the labels would read alike
+    assert (table.loc["F-good", "label_a"], table.loc["F-good", "label_b"]) == ("base", "good")
+    run = pd.Series({"record.arch.mixer": "attention", "record.arch.position": "rope",
+                     "record.arch.mlp": "gelu", "record.canon.positions": "ABCD",
+                     "record.canon.details": [], "record.canon.residual": True})
+    assert fnd._label(run) == "Llama(RoPE) + Canon-ABCD(res), GELU MLP"
+    mimetic = pd.Series({"record.arch.mixer": "mamba2", "record.arch.mlp": "none",
+                         "record.arch.conv": "conv1d", "record.arch.mimetic": True})
+    assert fnd._label(mimetic) == "Mamba2 + conv1d, mimetic init"
+
+
 def test_synthetic_records_carry_seeds_values_and_questions(synthetic):
     _, _, table = synthetic
     good = table.loc["F-good"]
@@ -299,6 +312,11 @@ def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():
     assert max(ax.title.get_window_extent().y1 for ax in tall.axes) <= (
         tall._suptitle.get_window_extent().y0)
     assert fnd.figure(table, "5").axes[0].get_title().startswith("R8")
+    assert [t.get_text() for t in shown[0].get_xticklabels()] == ["base", "variant_0"]
+    named = fnd.figure(table.assign(label_a="Llama(NoPE)", label_b="Llama(NoPE) + Canon-A(res)"),
+                       "4")
+    assert [t.get_text() for t in named.axes[0].get_xticklabels()] == [
+        "Llama(NoPE)", "Llama(NoPE) +\nCanon-A(res)"]
     empty = fnd.figure(table[table["id"] == "R6"], "4")
     assert [t.get_text() for t in empty.axes[0].texts] == ["no runs yet"]
 

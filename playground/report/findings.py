@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,9 +53,9 @@ FIGURE_COLUMNS = 4  # panels per row of a result's figure
 # below it (a wider interval); beyond 30, the normal 1.96.
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
-COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "seeds_a",
-           "seeds_b", "values_a", "values_b", "mean_a", "mean_b", "margin", "low", "high",
-           "questions", "chance", "verdict", "missing"]
+COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "label_a",
+           "label_b", "seeds_a", "seeds_b", "values_a", "values_b", "mean_a", "mean_b", "margin",
+           "low", "high", "questions", "chance", "verdict", "missing"]
 
 
 @dataclass(frozen=True)
@@ -321,10 +322,33 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
                          "panel": cell.panel, "row": row_label or _where_text(cell),
                          "size": cell.size,
                          "metric": metric, "a": finding.a.variant, "b": finding.b.variant,
+                         **dict(zip(("label_a", "label_b"), _labels(finding, done))),
                          "values_a": _join(values[0]), "values_b": _join(values[1]),
                          "questions": _join([q for q in questions if q]), "chance": chance,
                          "missing": "; ".join(missing), **stats})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _labels(finding: Finding, done: list[pd.DataFrame]) -> tuple[str, str]:
+    """Each side's name in the paper's words, from its runs' records (``Llama(RoPE) +
+    Canon-ABCD(res)``, ``Llama(RoPE), GELU MLP``, ``Mamba2 + conv1d, mimetic init``); the
+    sweep's variant names where a side has no run or the two read alike."""
+    labels = tuple(_label(runs.iloc[0]) if len(runs) else "" for runs in done)
+    if "" in labels or labels[0] == labels[1]:
+        return finding.a.variant, finding.b.variant
+    return labels  # type: ignore[return-value]
+
+
+def _label(run: pd.Series) -> str:
+    from playground.report.cells import architecture, canon_id
+    from playground.report.plots import variant_label
+
+    facets = []
+    if run.get("record.arch.mlp") not in ("swiglu", "none", None):
+        facets.append(f"{str(run['record.arch.mlp']).upper()} MLP")
+    if run.get("record.arch.mimetic") is True:
+        facets.append("mimetic init")
+    return ", ".join([variant_label(architecture(run), canon_id(run)), *facets])
 
 
 def _stated_metric(done: list[pd.DataFrame]) -> str:
@@ -491,7 +515,9 @@ def figure(table: pd.DataFrame, result: str):
             ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
             ax.text(1.45, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="right",
                     va="bottom")
-        ax.set_xticks([0, 1], [_wrap(r["a"]), _wrap(r["b"])], fontsize=6)
+        names = [r.get(f"label_{side}") for side in ("a", "b")]  # else the variant names
+        names = [n if isinstance(n, str) and n else r[side] for n, side in zip(names, "ab")]
+        ax.set_xticks([0, 1], [_wrap(n) for n in names], fontsize=6)
         ax.set_xlim(-0.6, 1.6)  # both sides' places, also where one has no run
         ax.set_ylabel(f"{r['metric']} ({'%' if percent else 'lower is better'})", fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
@@ -512,4 +538,7 @@ def _seed_values(row: pd.Series, side: str) -> list[float]:
 
 
 def _wrap(label: str) -> str:
-    return label.replace("_", "_\n", 2) if len(label) > 12 else label
+    """A side's label on lines of about 16 characters (between words, or after ``_``)."""
+    if " " not in label:
+        return label.replace("_", "_\n", 2) if len(label) > 12 else label
+    return "\n".join(textwrap.wrap(label, 16, break_long_words=False))
