@@ -484,6 +484,9 @@ def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = Tr
     scale = 100 if percent else 1
     fig = Figure(figsize=(1.2 + 2.4 * len(rows) * max(1, len(sizes) / 4), 3.6))
     axes = fig.subplots(1, len(rows), sharey=True, squeeze=False)[0]
+    params = table.groupby("size")["params"].median()
+    ticks = [s + (f"\n{params[s] / 1e6:.0f}M" if not pd.isna(params.get(s, np.nan)) else "")
+             for s in sizes]
     labelled: set[str] = set()
     for ax, row in zip(axes, rows):
         for i, arch in enumerate(archs):
@@ -502,10 +505,7 @@ def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = Tr
                 ax.scatter([xi] * len(values), values, s=12, color=color, alpha=0.55,
                            linewidths=0)
         ax.axhline(0, color="#555555", lw=0.8, ls="--")
-        params = table.groupby("size")["params"].median()
-        ax.set_xticks(range(len(sizes)), [
-            s + (f"\n{params[s] / 1e6:.0f}M" if not pd.isna(params.get(s, np.nan)) else "")
-            for s in sizes], fontsize=7)
+        ax.set_xticks(range(len(sizes)), ticks, fontsize=7)
         ax.set_xlim(-0.5, len(sizes) - 0.5)
         ax.set_title(str(row), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
