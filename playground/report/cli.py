@@ -265,8 +265,7 @@ def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
     cell Canon's mean gain with the seeds of each side (without + with)."""
     scale, unit = (100, " pt") if percent else (1, "")
     return _tables(table, ["panel", "architecture", "canon"],
-                   lambda key: f"{key[0]}: {plots.variant_label(key[1], key[2])} − "
-                               f"{plots.ARCH_NAMES.get(key[1], key[1])}",
+                   lambda key: f"{key[0]}: {plots.gap_label(key[1], key[2])}",
                    lambda g: f"{scale * g['gain']:+#.3g}{unit} "
                              f"({g['seeds_without']} + {g['seeds_with']})")
 
@@ -277,7 +276,7 @@ def cmd_gaps(args: Args) -> int:
     runs = _heatmap_runs(args)
     table = aggregate.gaps(runs, canon, lower)
     if table.empty:
-        ids = sorted(set(runs["canon"]) - {"none"}) if "canon" in runs else []
+        ids = sorted(set(runs["canon"]) - {"none"})
         raise ConfigError(f"canon={canon} is invalid: no architecture under "
                           f"{args.positional[0]} has finished runs of one cell both with it and "
                           f"without Canon; the Canon ids there: {ids}")

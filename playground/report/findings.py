@@ -515,9 +515,8 @@ def figure(table: pd.DataFrame, result: str):
             ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
             ax.text(1.45, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="right",
                     va="bottom")
-        names = [r.get(f"label_{side}") for side in ("a", "b")]  # else the variant names
-        names = [n if isinstance(n, str) and n else r[side] for n, side in zip(names, "ab")]
-        ax.set_xticks([0, 1], [_wrap(n) for n in names], fontsize=6)
+        # a table without labels (written before they were): the variant names
+        ax.set_xticks([0, 1], [_wrap(r.get(f"label_{s}", r[s])) for s in "ab"], fontsize=6)
         ax.set_xlim(-0.6, 1.6)  # both sides' places, also where one has no run
         ax.set_ylabel(f"{r['metric']} ({'%' if percent else 'lower is better'})", fontsize=7)
         ax.tick_params(axis="y", labelsize=7)

@@ -473,6 +473,12 @@ def lengthgen_figure(table: pd.DataFrame, title: str, ylabel: str, accuracy: boo
     return fig
 
 
+def gap_label(architecture: str, canon: str) -> str:
+    """What a gain of ``playground-report gaps`` compares: ``Llama(RoPE) + Canon-ABCD(res) −
+    Llama(RoPE)``."""
+    return f"{variant_label(architecture, canon)} − {ARCH_NAMES.get(architecture, architecture)}"
+
+
 def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = True) -> Figure:
     """Canon's gain against model size (``playground-report gaps``): one panel per difficulty
     row, the sizes in the paper's column order (with their parameter counts where recorded);
@@ -495,8 +501,8 @@ def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = Tr
                 continue
             x = np.array([sizes.index(s) for s in part["size"]]) + 0.08 * (i - (len(archs) - 1) / 2)
             color = f"C{i % 10}"  # an architecture keeps its colour in every row's panel
-            label = (f"{variant_label(arch, part['canon'].iloc[0])} − {ARCH_NAMES.get(arch, arch)}"
-                     if arch not in labelled else None)  # one legend entry an architecture
+            # one legend entry an architecture
+            label = gap_label(arch, part["canon"].iloc[0]) if arch not in labelled else None
             labelled.add(arch)
             ax.plot(x, scale * part["gain"], marker=MARKERS[i % len(MARKERS)], ms=5, color=color,
                     lw=1.2, ls=DASHES[i % len(DASHES)], gid=f"series:{arch}", label=label)

@@ -188,6 +188,10 @@ def compile_counts() -> dict[str, int]:
 
 
 class Trainer:
+    # device tensors summed over a log interval (the loss, finite steps, gradient norms; the
+    # non-finite steps of the whole run), kept in checkpoints for a resume inside an interval
+    ACCUMULATORS = ("loss_acc", "good_acc", "bad_total", "norm_acc", "norm_max")
+
     def __init__(self, cfg: Config, task: Task, config: dict | None = None):
         """``config``: the run's resolved config (``config.yaml``), kept in every checkpoint so
         that one file loads alone (``playground.run.evaluate.load_model``)."""
@@ -202,10 +206,9 @@ class Trainer:
         self.opt = make_optimizer(self.model, cfg.train)
         self.log = runs.MetricsLog(self.out / "metrics.jsonl")
         self.step, self.data_state, self.tokens_seen, self.train_time = 0, None, 0, 0.0
-        zero = torch.zeros((), device=self.device)
-        self.loss_acc, self.good_acc, self.bad_total = zero.clone(), zero.clone(), zero.clone()
-        # the gradient norms of the log interval's finite steps: their sum and largest
-        self.norm_acc, self.norm_max = zero.clone(), zero.clone()
+        # norm_acc, norm_max: the gradient norms of the interval's finite steps, summed and largest
+        for key in self.ACCUMULATORS:
+            setattr(self, key, torch.zeros((), device=self.device))
         self.skipped = 0  # non-finite steps seen at the last check
         self.last_eval: dict = {}
         self.eval_s: list[float] = []  # this process's evaluations: seconds each
@@ -253,9 +256,8 @@ class Trainer:
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         return {"step": self.step, "model": self.model.state_dict(),
                 "optimizer": self.opt.state_dict(), "data": batches.state_dict(),
-                "loss_acc": self.loss_acc.cpu(), "good_acc": self.good_acc.cpu(),
-                "bad_total": self.bad_total.cpu(), "norm_acc": self.norm_acc.cpu(),
-                "norm_max": self.norm_max.cpu(), "tokens_seen": self.tokens_seen,
+                **{key: getattr(self, key).cpu() for key in self.ACCUMULATORS},
+                "tokens_seen": self.tokens_seen,
                 "train_time": self.train_time, "last_eval": self.last_eval, "rng": rng,
                 "config": self.config}
 
@@ -279,7 +281,7 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
         self.step, self.data_state = state["step"], state["data"]
-        for key in ("loss_acc", "good_acc", "bad_total", "norm_acc", "norm_max"):
+        for key in self.ACCUMULATORS:
             # checkpoints written before the gradient norm was logged have no norms: from zero
             setattr(self, key, state.get(key, torch.zeros(())).to(self.device))
         self.skipped = int(self.bad_total)
