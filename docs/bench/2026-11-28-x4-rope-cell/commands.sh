@@ -1,0 +1,10 @@
+# 2026-11-28, nvidia-h100-x4 asked. Code: the commit of this folder, carried as .whl/head.tar with
+# the wheels (fla-core 0.6.0, hydra-core 1.3.2, omegaconf 2.3.0, antlr4-python3-runtime 4.9.3,
+# nltk 3.9.1):
+git archive HEAD playground conf sweeps pyproject.toml README.md tests \
+  docs/bench/2026-11-28-x4-rope-cell > .whl/head.tar
+git archive HEAD results/mini/runs > .whl/runs.tar   # the records so far: the sweep skips them
+# Device calls (run tool, carry [.whl]); the first names kind nvidia-h100-x4, every later one names
+# no kind (a call naming another kind than the one held gives the machine back), each at once
+# after the last; HOLD_LEFT_S = 1,800 s less the device's held time at the call:
+bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 560 1600
