@@ -4,9 +4,8 @@
 git archive HEAD playground conf sweeps pyproject.toml README.md tests \
   docs/bench/2026-11-27-x4-rope-and-grad-sync > .whl/head.tar
 git archive HEAD results/mini/runs > .whl/runs.tar   # the records so far: the sweep skips them
-# Device calls (run tool, carry [.whl]); the first names kind nvidia-h100-x4, every later one names
-# no kind (a call naming another kind than the one held gives the machine back: the second call
-# below named nvidia-h100-x4 while an nvidia-h200-x4 machine was held, and started bare);
+# Device calls (run tool, carry [.whl]), each at once after the last; the second call found no warm
+# machine and started bare (why: ../2026-11-28-x4-rope-cell/README.md);
 # HOLD_LEFT_S = 1,800 s less the device's held time at the call:
 bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh start 560 1600          # 4 x H200: the cell
 bash docs/bench/2026-11-27-x4-rope-and-grad-sync/hold.sh poll 560 1199           # bare 4 x H100

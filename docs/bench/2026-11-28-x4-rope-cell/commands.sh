@@ -5,6 +5,7 @@ git archive HEAD playground conf sweeps pyproject.toml README.md tests \
   docs/bench/2026-11-28-x4-rope-cell > .whl/head.tar
 git archive HEAD results/mini/runs > .whl/runs.tar   # the records so far: the sweep skips them
 # Device calls (run tool, carry [.whl]); the first names kind nvidia-h100-x4, every later one names
-# no kind (a call naming another kind than the one held gives the machine back), each at once
-# after the last; HOLD_LEFT_S = 1,800 s less the device's held time at the call:
+# no kind, each at once after the last; HOLD_LEFT_S = 1,800 s less the device's held time at the call:
 bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 560 1600
+bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 560 1150                    # bare: the cell lost
+CANONS=skip bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 345 390        # the scaling phases
