@@ -39,6 +39,7 @@ def read(task, batch, shard, packing, workers=0, exchange=None, state=None, step
         if step == RESUME_AT:
             mark = b.state_dict()
         out.append(next(b))
+    b.close()  # data parallel: the round built ahead, before the next Batches swaps
     return out, mark, b.built
 
 
@@ -98,7 +99,8 @@ def test_rank_slices_are_the_one_process_batches(tmp_path, reference, size):
     """Concatenated over the ranks, the slices are the world-size-1 batches byte for byte (every
     field, several steps, both packings, 0 or 2 workers); resuming from the state after
     RESUME_AT steps continues them; each rank's loader built only its own shards, 1/size of
-    them; and the state saved equals one process's, so a run resumes under any world size."""
+    them, and those of the one round built ahead; and the state saved equals one process's, so a
+    run resumes under any world size."""
     ranks = run_ranks(tmp_path, size)
     for (name, packing), (batches, mark, built) in reference.items():
         whole = [[f.numpy().tobytes() for f in b] for b in batches]
@@ -111,7 +113,8 @@ def test_rank_slices_are_the_one_process_batches(tmp_path, reference, size):
                 assert joined == want, (name, packing, workers, key)
             for rank, g in enumerate(got):
                 assert g["mark"] == mark
-                assert g["built"] == list(range(rank, rounds, size)), (name, packing, workers, rank)
+                ahead = list(range(rank, rounds + size, size))  # and the next round
+                assert g["built"] == ahead, (name, packing, workers, rank)
 
 
 @pytest.mark.parametrize("workers", WORKERS)
@@ -128,3 +131,35 @@ def test_a_rank_builds_only_its_own_shards(workers):
     alone = {s: a for s, *a in itertools.islice(one, 23)}
     for shard, *arrays in got:
         assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(arrays, alone[shard]))
+
+
+class _Mirror:
+    """An exchange of ``size`` ranks in one process: every rank's shard is this one's."""
+
+    def __init__(self, size: int):
+        self.rank, self.size = 0, size
+
+    def gather(self, shard):
+        return [shard] * self.size
+
+
+def test_a_round_built_ahead_hands_its_error_to_the_training_thread(monkeypatch):
+    """The round built ahead is built in a thread; an error there is raised by the batch that
+    needs the round, not lost with the thread."""
+    import playground.data.loader as loader
+
+    task = task_from(*CASES["depo"][0])
+    real = loader.pack_shard
+
+    def pack(task, split, shard, *args):
+        if shard >= 2:
+            raise RuntimeError(f"no shard {shard}")
+        return real(task, split, shard, *args)
+
+    monkeypatch.setattr(loader, "pack_shard", pack)
+    b = Batches(task, 4, 3, packing="aligned", exchange=_Mirror(2))
+    with pytest.raises(RuntimeError, match="no shard 2"):
+        for _ in range(100):
+            next(b)
+    assert b.built == [0]  # round 0; round 2 failed in the thread, before it was built
+    b.close()

@@ -8,8 +8,10 @@ batch is later split into micro-batches or devices. The position in the stream,
 
 Data parallel (:class:`ShardExchange`): rank r of R builds only the shards s₀ + r, s₀ + r + R, …
 (s₀: the shard the run starts or resumes at), its workers sharing them out as above, and the
-ranks swap each round of R shards (one all-gather over a gloo group), so every rank holds every
-shard and cuts the same global batches as one process would; each trains on its slice of them.
+ranks swap each round of R shards (one all-gather over a gloo group of its own), so every rank
+holds every shard and cuts the same global batches as one process would; each trains on its
+slice of them. A thread builds the next round while the current one is trained on, so neither
+the swap nor the wait for this rank's shard sits in a training step.
 A rank cannot build only the windows it trains on: a shard's window count is known only once
 its examples are made (their lengths decide it, in both packing modes), and a shard (about
 250 windows for cfg3f at context 512) spans several global batches, so every rank's slice
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import threading
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -66,10 +69,10 @@ class ShardExchange:
     """Data parallel: this rank's place among the ranks, and the swap of shards between them.
 
     Each round, every rank brings the one shard it built and leaves with all R of them, in rank
-    order (:meth:`gather`). The swap runs over a gloo group (CPU tensors; the training's own
-    group when that is gloo, else one made for it), so it neither touches the GPUs nor waits on
-    their streams. Every rank cuts the same batches, so every rank needs each round at the same
-    batch: the collectives line up without any further coordination."""
+    order (:meth:`gather`). The swap runs over a gloo group made for it (CPU tensors), so it
+    neither touches the GPUs nor waits on their streams, and a thread may run it beside the
+    training's own collectives. Every rank cuts the same batches, so every rank needs each round
+    at the same batch: the collectives line up without any further coordination."""
 
     def __init__(self, rank: int, size: int, group=None):
         self.rank, self.size, self.group = rank, size, group
@@ -80,8 +83,7 @@ class ShardExchange:
         rank must call this at the same point), or None for one process."""
         if size == 1:
             return None
-        group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
-        return cls(rank, size, group)
+        return cls(rank, size, dist.new_group(backend="gloo"))
 
     def gather(self, shard: Shard) -> list[Shard]:
         """This rank's shard in, every rank's shard of the round out (index = rank). Shards
@@ -111,8 +113,41 @@ class _IgnoreSignals:
             signal.signal(signum, signal.SIG_IGN)
 
 
+class _Ahead:
+    """``build(first)`` run by a thread of its own, the result (or its error) kept for
+    :meth:`result`. A daemon thread: one stuck in a swap with a rank that died does not keep
+    the process alive."""
+
+    def __init__(self, build, first: int):
+        self.first, self._out = first, None
+        self._thread = threading.Thread(target=self._run, args=(build, first), daemon=True,
+                                        name=f"round-{first}")
+        self._thread.start()
+
+    def _run(self, build, first: int) -> None:
+        try:
+            self._out = (build(first), None)
+        except BaseException as error:  # handed to the training thread by result()
+            self._out = (None, error)
+
+    def wait(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def result(self):
+        self.wait()
+        value, error = self._out
+        if error is not None:
+            raise error
+        return value
+
+
 class Batches:
-    """Infinite iterator of :class:`Batch` training batches: the global batches, on every rank."""
+    """Infinite iterator of :class:`Batch` training batches: the global batches, on every rank.
+
+    Data parallel: the next round of shards is built (this rank's shard, then the swap) by a
+    thread while the current one is cut into batches. Rounds are built one at a time, in
+    order, so the swaps' collectives come in the same order on every rank. :meth:`close` waits
+    for the round in hand; call it before another :class:`Batches` uses the same exchange."""
 
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
                  prefetch: int = 4, state: dict | None = None, split: str = "train",
@@ -133,15 +168,37 @@ class Batches:
                             persistent_workers=False,
                             worker_init_fn=_IgnoreSignals(ignore_signals) if num_workers else None)
         self._shards: Iterator = iter(loader)
-        self.built: list[int] = []  # the shards this process's loader built, in order
+        self.built: list[int] = []  # the shards this process's loader built (also ahead), in order
         self._ready: dict[int, Shard] = {}  # shards of the current round not yet reached
+        self._ahead: _Ahead | None = None  # data parallel: the next round, being built
         self._shard, self._offset = state["shard"], state["offset"]
         self._arrays = self._next_shard(expect=self._shard)
 
     def _next_shard(self, expect: int) -> Shard:
         if expect not in self._ready:
-            self._ready = self._round(expect)
+            self._ready = self._take_round(expect)
         return self._ready.pop(expect)
+
+    def _take_round(self, first: int) -> dict[int, Shard]:
+        """The round at shard ``first``; data parallel: built ahead, and the next one started."""
+        if self.exchange is None:
+            return self._round(first)
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:  # the first round
+            ready = self._round(first)
+        else:
+            assert ahead.first == first, f"round {ahead.first} built ahead, {first} wanted"
+            ready = ahead.result()
+        self._ahead = _Ahead(self._round, first + self.exchange.size)
+        return ready
+
+    def close(self, timeout: float | None = None) -> None:
+        """Data parallel: wait for the round being built (every rank builds the same one, so
+        every rank's swap ends) and start no other. Without ``timeout``, waits for as long as
+        the swap takes; a round's error is not raised here (no batch needs it)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.wait(timeout)
 
     def _round(self, first: int) -> dict[int, Shard]:
         """Shards first, first+1, … first+R-1: this rank's own from its loader (shard first+rank),

@@ -52,6 +52,7 @@ from playground.tasks import Task
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2),
 # Ctrl-C (SIGINT: a second one stops at once, without a checkpoint) and a closed terminal (SIGHUP)
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP)
+CLOSE_ON_ERROR_S = 60  # a failed run waits this long for its loader's round built ahead
 
 
 class Diverged(RuntimeError):
@@ -367,9 +368,14 @@ class Trainer:
             tqdm.write(f"resumed from step {self.step}", file=sys.stdout)
         self._tic, self._mark = time.perf_counter(), (self.tokens_seen, self.train_time)
         self._start, self._since = self._tic, [(self.step, self.train_time)]
-        with self.preemption_signals():
-            while self.step < t.steps:
-                self.one_step(batches, bar, mirror, examples)
+        try:
+            with self.preemption_signals():
+                while self.step < t.steps:
+                    self.one_step(batches, bar, mirror, examples)
+        except BaseException:
+            batches.close(timeout=CLOSE_ON_ERROR_S)  # the other ranks may be gone
+            raise
+        batches.close()  # data parallel: every rank's swap of the round built ahead ends
         bar.close()
         return self.last_eval
 
