@@ -7,16 +7,21 @@
 #          into logs.tgz);
 #   HOLD_LEFT_S: the seconds left of the machine hold now (from the device's held time), which
 #          drive.py plans against;
-#   both: copy the report to $OUT every 10 s until SECONDS have passed.
+#   both: copy the report to $OUT every 10 s until SECONDS have passed;
+#   poll on a bare machine (the hold was lost between calls): say so and exit 3 at once;
+#   start also unpacks the records that earlier calls brought back (.whl/back/*.tgz, each a
+#          runs.tgz), so that a findings sweep started again skips them.
 set -u
 B=docs/bench/2026-11-28-x4-rope-cell
 ROOT=/tmp/hold R=/tmp/hold/report
 end=$((SECONDS + $2))
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WANDB_MODE=disabled
+if [ "$1" = poll ] && [ ! -e $ROOT/marker ]; then echo "bare machine: nothing to poll"; exit 3; fi
 [ -n "${3:-}" ] && echo $(($(date +%s) + $3)) > /tmp/hold_end
 if [ "$1" = start ]; then
   mkdir -p $R /tmp/head && touch $ROOT/marker
   tar xf .whl/head.tar -C /tmp/head && tar xf .whl/runs.tar -C /tmp/head
+  for back in .whl/back/*.tgz; do [ -e "$back" ] && tar xzf "$back" -C /tmp/head; done
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nvidia-smi topo -m
     nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > $R/gpu.txt
