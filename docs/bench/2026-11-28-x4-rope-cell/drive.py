@@ -10,7 +10,7 @@
    one process at the full batch first (the denominator of the scaling), then DDP on 4 and 2
    processes, on the same host.
 3. When no variant of the cell ran: the findings campaign (`playground-sweep findings`, results
-   4, 6, 7) with the time left as its deadline.
+   10, 6, 7, 8, 4: the untested ones, most important first) with the time left as its deadline.
 
 Every decision goes to REPORT/drive.jsonl; the cell's run (checkpoints left out) to
 REPORT/cell.tgz, the figures to REPORT/scaling.jsonl, the logs to REPORT/logs.tgz."""
@@ -158,7 +158,7 @@ def findings(deadline: float) -> None:
     with open(root / "sweep.log", "w") as log:
         subprocess.call(["playground-sweep", "findings", "scale=mini", "root=results/mini/runs",
                          "launcher=local", "per_gpu=4", f"deadline={deadline:.0f}",
-                         "results=4,6,7"], cwd="/tmp/head", stdout=log,
+                         "results=10,6,7,8,4"], cwd="/tmp/head", stdout=log,
                         stderr=subprocess.STDOUT, env=ENV)
     note(decision="findings campaign ended", time_left_s=round(left()))
 
