@@ -52,7 +52,7 @@ from playground.tasks import Task
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2),
 # Ctrl-C (SIGINT: a second one stops at once, without a checkpoint) and a closed terminal (SIGHUP)
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP)
-CLOSE_ON_ERROR_S = 60  # a failed run waits this long for its loader's round built ahead
+CLOSE_ON_ERROR_S = 10  # a failed run waits at most this long for the round of shards built ahead
 
 
 class Diverged(RuntimeError):
