@@ -163,3 +163,15 @@ def test_a_round_built_ahead_hands_its_error_to_the_training_thread(monkeypatch)
             next(b)
     assert b.built == [0]  # round 0; round 2 failed in the thread, before it was built
     b.close()
+
+
+def test_closed_batches_refuse_a_next_round():
+    """After close() the loader is past the round built ahead: a batch that needs a new round
+    is refused, not cut from the wrong shards."""
+    task = task_from(*CASES["depo"][0])
+    b = Batches(task, 4, 3, packing="aligned", exchange=_Mirror(2))
+    next(b)
+    b.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        for _ in range(100):
+            next(b)

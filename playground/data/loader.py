@@ -171,6 +171,7 @@ class Batches:
         self.built: list[int] = []  # the shards this process's loader built (also ahead), in order
         self._ready: dict[int, Shard] = {}  # shards of the current round not yet reached
         self._ahead: _Ahead | None = None  # data parallel: the next round, being built
+        self._closed = False
         self._shard, self._offset = state["shard"], state["offset"]
         self._arrays = self._next_shard(expect=self._shard)
 
@@ -183,6 +184,9 @@ class Batches:
         """The round at shard ``first``; data parallel: built ahead, and the next one started."""
         if self.exchange is None:
             return self._round(first)
+        if self._closed:
+            raise RuntimeError("these batches are closed: their loader is past the round built "
+                               "ahead; make new Batches from the saved state_dict()")
         ahead, self._ahead = self._ahead, None
         if ahead is None:  # the first round
             ready = self._round(first)
@@ -194,8 +198,9 @@ class Batches:
 
     def close(self, timeout: float | None = None) -> None:
         """Data parallel: wait for the round being built (every rank builds the same one, so
-        every rank's swap ends) and start no other. Without ``timeout``, waits for as long as
+        every rank's swap ends); no batch follows. Without ``timeout``, waits for as long as
         the swap takes; a round's error is not raised here (no batch needs it)."""
+        self._closed = True
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.wait(timeout)
