@@ -172,8 +172,10 @@ def test_tiny_run_trains_on_cuda(make_cfg):
     assert summary["peak_memory_bytes"] > 0 and summary["final_loss"] < 2.0
 
 
-def _train_losses(out, *overrides: str) -> list[float]:
-    cmd = [sys.executable, "-m", "playground.run.train", "wandb.mode=disabled",
+def _train_losses(out, *overrides: str, procs: int = 1) -> list[float]:
+    launch = (["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}"]
+              if procs > 1 else [])
+    cmd = [sys.executable, *launch, "-m", "playground.run.train", "wandb.mode=disabled",
            "train.progress=false", "train.device=cuda", "size=2L128D", "task.context=256",
            "train.batch_size=16", "train.steps=30", "train.log_every=1", "train.eval_every=0",
            "train.warmup_steps=2", f"out_dir={out}", *overrides]
@@ -194,3 +196,17 @@ def test_deterministic_runs_repeat_bit_for_bit(tmp_path, backbone):
     plain = [_train_losses(tmp_path / f"plain{i}", *backbone) for i in (0, 1)]
     print(f"{backbone}: plain runs differ by up to {max(abs(a - b) for a, b in zip(*plain)):.3g}")
     assert len(det[0]) == 30 and det[0] == det[1]
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+@pytest.mark.parametrize("sync", ["ddp", "flat"])
+def test_two_gpus_log_the_losses_of_one(tmp_path, sync):
+    """Data parallel over NCCL, each rank building its shards and the next round swapped by a
+    thread during the steps: two GPUs log the loss curve of one (float32, so that only the order
+    of the gradient sum differs)."""
+    args = ("mixer=rope", "canon=ABCD", "train.dtype=float32", f"train.grad_sync={sync}")
+    one = _train_losses(tmp_path / "one", *args)
+    two = _train_losses(tmp_path / "two", *args, procs=2)
+    assert runs.read_json(tmp_path / "two" / "summary.json")["world_size"] == 2
+    assert len(one) == len(two) == 30
+    assert all(abs(a - b) <= 2e-3 * max(1.0, abs(a)) for a, b in zip(one, two)), (one, two)
