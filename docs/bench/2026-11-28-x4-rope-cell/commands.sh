@@ -13,4 +13,4 @@ CANONS=skip bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 345 390       
 # starting as the last returns; the first names kind nvidia-h100-x4, timeout_s 600 each:
 #   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 585 1600
 #   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 585
-#   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 450
+#   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 400   # ≈ 1,670 s held in all
