@@ -5,10 +5,11 @@
    variant is stopped at step CHECK if its rate over steps SKIP..CHECK projects its end (the
    final evaluation included) past the hold's end less MARGIN_S. The hold's end is the epoch
    second in HOLD_END, which the calls that poll this plan keep current.
-2. With time left: the scaling phases (`PHASES`, each phase's jobs at once on disjoint GPUs), one
-   phase at a time while one fits: 500 steps, tokens/s over steps 200-400 from the run's log;
-   one process at the full batch first (the denominator of the scaling), then DDP on 4 and 2
-   processes, on the same host.
+2. With time left: the two-GPU test of `tests/test_gpu.py` (NCCL, the round of shards built
+   ahead; output in REPORT/gpu_tests.txt), then the scaling phases (`PHASES`, each phase's jobs
+   at once on disjoint GPUs), one phase at a time while one fits: 500 steps, tokens/s over
+   steps 200-400 from the run's log; one process at the full batch first (the denominator of
+   the scaling), then DDP on 4 and 2 processes, on the same host.
 3. When no variant of the cell ran: the findings campaign (`playground-sweep findings`, results
    10, 6, 7, 8, 4: the untested ones, most important first) with the time left as its deadline.
 
@@ -32,6 +33,7 @@ TRY_NEXT = 1.2  # RoPE is tried when RoPE + Canon needed at most this × the tim
 EVAL_S = 150  # the final evaluation (2,000 samples, 512 KL sentences), checkpoint, summary
 MARGIN_S = 50  # packing the record and the last poll's return
 PHASE_S = 90  # a scaling phase: start-up, compilation (CUDA graphs), 500 steps
+TEST_S = 240  # the two-GPU test: four runs of 30 steps
 ENV = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
 
 DEPO1 = ["task=depo1_K4", "task.context=512", "task.N=15", "train=paper", "train.warmup_steps=200",
@@ -153,6 +155,19 @@ def scaling_phase(spec: str, steps: int = 500, skip: int = 200, until: int = 400
         note(scaling=row["job"], exit=row["exit"], tokens_per_s=row.get("tokens_per_s"))
 
 
+def gpu_test() -> None:
+    note(decision="two-GPU test started", time_left_s=round(left()))
+    with open(report / "gpu_tests.txt", "w") as out:
+        try:
+            test = ["tests/test_gpu.py", "-k", "two_gpus", "-p", "no:cacheprovider"]
+            code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", *test],
+                                   cwd="/tmp/head", stdout=out, stderr=subprocess.STDOUT,
+                                   env={**ENV, "CUDA_VISIBLE_DEVICES": "0,1"}, timeout=TEST_S)
+        except subprocess.TimeoutExpired:
+            code = "timeout"
+    note(decision="two-GPU test ended", exit=code, time_left_s=round(left()))
+
+
 def findings(deadline: float) -> None:
     note(decision="findings campaign", deadline_s=round(deadline))
     with open(root / "sweep.log", "w") as log:
@@ -168,6 +183,8 @@ def main() -> None:
     if 1 < short <= TRY_NEXT and len(CANONS) > 1:
         short = paper_cell(CANONS[1])
     ran = short == 0
+    if left() - MARGIN_S > TEST_S:
+        gpu_test()
     for spec in PHASES:
         if left() - MARGIN_S > PHASE_S:
             scaling_phase(spec)
