@@ -146,8 +146,11 @@ class Batches:
 
     Data parallel: the next round of shards is built (this rank's shard, then the swap) by a
     thread while the current one is cut into batches. Rounds are built one at a time, in
-    order, so the swaps' collectives come in the same order on every rank. :meth:`close` waits
-    for the round in hand; call it before another :class:`Batches` uses the same exchange."""
+    order, so the swaps' collectives come in the same order on every rank. :meth:`close` (or
+    leaving ``with batches:``) waits for the round in hand; do so before another
+    :class:`Batches` uses the same exchange."""
+
+    CLOSE_ON_ERROR_S = 10  # leaving ``with`` on an error: the other ranks may be gone
 
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
                  prefetch: int = 4, state: dict | None = None, split: str = "train",
@@ -204,6 +207,12 @@ class Batches:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.wait(timeout)
+
+    def __enter__(self) -> Batches:
+        return self
+
+    def __exit__(self, error_type, *_) -> None:
+        self.close(timeout=None if error_type is None else self.CLOSE_ON_ERROR_S)
 
     def _round(self, first: int) -> dict[int, Shard]:
         """Shards first, first+1, … first+R-1: this rank's own from its loader (shard first+rank),

@@ -52,7 +52,6 @@ from playground.tasks import Task
 # SLURM's preemption notice (SIGTERM), a user's (SIGUSR1), submitit's timeout notice (SIGUSR2),
 # Ctrl-C (SIGINT: a second one stops at once, without a checkpoint) and a closed terminal (SIGHUP)
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP)
-CLOSE_ON_ERROR_S = 10  # a failed run waits at most this long for the round of shards built ahead
 
 
 class Diverged(RuntimeError):
@@ -368,14 +367,9 @@ class Trainer:
             tqdm.write(f"resumed from step {self.step}", file=sys.stdout)
         self._tic, self._mark = time.perf_counter(), (self.tokens_seen, self.train_time)
         self._start, self._since = self._tic, [(self.step, self.train_time)]
-        try:
-            with self.preemption_signals():
-                while self.step < t.steps:
-                    self.one_step(batches, bar, mirror, examples)
-        except BaseException:
-            batches.close(timeout=CLOSE_ON_ERROR_S)  # the other ranks may be gone
-            raise
-        batches.close()  # data parallel: every rank's swap of the round built ahead ends
+        with self.preemption_signals(), batches:  # batches: closed at the end (data parallel)
+            while self.step < t.steps:
+                self.one_step(batches, bar, mirror, examples)
         bar.close()
         return self.last_eval
 
