@@ -6,3 +6,7 @@ git archive 8bb08d9 playground conf pyproject.toml > .whl/old.tar
 # issued together, one batch of tool calls:
 bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh start 585 740 scaling
 bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 155
+# Hold 2, kind nvidia-h100-x1 (carry [.whl], timeout_s 600), the three calls issued together:
+bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh start 585 1640 findings
+bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 585
+bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 500
