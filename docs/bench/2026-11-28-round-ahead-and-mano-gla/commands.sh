@@ -9,4 +9,6 @@ bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 155
 # Hold 2, kind nvidia-h100-x1 (carry [.whl], timeout_s 600), the three calls issued together:
 bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh start 585 1640 findings
 bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 585
-bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 500
+bash docs/bench/2026-11-28-round-ahead-and-mano-gla/hold.sh poll 500    # cut at 122 s
+# after each hold's last call, in the same batch: give_back. Hold 2's third call was cut at 122 s: the budget
+# ran out (the one-GPU machine counted its whole held time).
