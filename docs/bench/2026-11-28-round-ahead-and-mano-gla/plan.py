@@ -52,7 +52,7 @@ t0 = time.time()
 def note(**row) -> None:
     row["t_s"] = round(time.time() - t0)
     print(json.dumps(row), flush=True)
-    with open(report / "plan_<mode>.jsonl", "a") as f:
+    with open(report / "plan.jsonl", "a") as f:
         f.write(json.dumps(row) + "\n")
 
 
