@@ -13,8 +13,9 @@ MODE ``findings`` (1 GPU): the four Mano GLA runs of Result 6 (`playground-sweep
 panels=mano variants=gla,gla_canon`, all at once on the GPU), then with the time left the
 Depo1 runs of Result 4 (`playground-sweep findings results=4`); each launch with a deadline.
 
-The hold's end is the epoch second in /tmp/hold_end, which the calls keep current. Every decision
-goes to REPORT/plan.jsonl (kept here as plan_<mode>.jsonl); the figures to REPORT/scaling.jsonl; REPORT/../done marks the end."""
+The hold's end is the epoch second in /tmp/hold_end, which the start call sets. Every decision goes
+to REPORT/plan.jsonl (kept here as plan_<mode>.jsonl); the figures to REPORT/scaling.jsonl;
+REPORT/../done marks the end."""
 import json
 import os
 import subprocess
