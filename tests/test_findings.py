@@ -95,6 +95,57 @@ def test_the_t_quantiles():
     assert out["high"] - out["margin"] == pytest.approx(half, rel=1e-3)
 
 
+def test_t_quantiles_at_any_level_match_the_tables_and_the_closed_forms():
+    for df, value in fnd.T975.items():  # the printed table, at its three decimals
+        assert fnd.t_quantile(0.95, df) == pytest.approx(value, abs=6e-4)
+    assert fnd.t_quantile(0.99, 5) == pytest.approx(4.032, abs=6e-4)
+    assert fnd.t_quantile(0.999, 3) == pytest.approx(12.924, abs=6e-4)
+    for level in (0.5, 0.95, 0.999):
+        # one degree of freedom: Cauchy; two: P(|T| <= t) = t / sqrt(2 + t²)
+        assert fnd.t_quantile(level, 1) == pytest.approx(math.tan(math.pi * level / 2))
+        assert fnd.t_quantile(level, 2) == pytest.approx(level * math.sqrt(2 / (1 - level ** 2)))
+    assert fnd.t_quantile(0.999, 2.9) == fnd.t_quantile(0.999, 2)  # the whole df at or below
+    assert fnd.t_quantile(0.95, None) == pytest.approx(1.959964)  # a one-seed side: normal
+    assert fnd.t_quantile(0.999, 31) == pytest.approx(3.290527)
+
+
+def _row(margin: float, se: float, df: float, verdict: str, metric: str = "acc") -> dict:
+    return {"verdict": verdict, "margin": margin, "se": se, "df": df, "metric": metric,
+            "seeds_a": 3, "seeds_b": 3, "chance": 0.1}
+
+
+def test_family_wise_reads_every_interval_at_the_bonferroni_level():
+    table = pd.DataFrame([_row(0.50, 0.02, 4, "holds"), _row(0.10, 0.03, 4, "holds"),
+                          _row(0.01, 0.02, 4, "inconclusive"), _row(0.02, 0.004, 4, "holds"),
+                          _row(np.nan, np.nan, np.nan, "untested"),
+                          _row(0.0, 0.01, 4, "at chance")])
+    rules = [("better", 0.0, True)] * 3 + [("same", 0.05, True)] + [("better", 0.0, True)] * 2
+    out = fnd.family_wise(table, rules)
+    t = fnd.t_quantile(1 - 0.05 / 4, 4)  # four rows have an interval
+    theta = math.atan(t / 2)  # four df: P(|T| <= t) = sin θ (1 + cos² θ / 2), θ = atan(t / 2)
+    assert math.sin(theta) * (1 + math.cos(theta) ** 2 / 2) == pytest.approx(1 - 0.05 / 4)
+    assert out.loc[0, "low_fw"] == pytest.approx(0.50 - t * 0.02)
+    assert list(out["verdict_fw"]) == ["holds", "inconclusive", "inconclusive", "holds", "", ""]
+    assert out["low_fw"].iloc[4:].isna().all()
+    # a family of one reads each interval as the cell does
+    one = fnd.family_wise(table.iloc[[1]].reset_index(drop=True), rules[1:2])
+    assert one.loc[0, "low_fw"] == pytest.approx(0.10 - fnd.t975(4) * 0.03, abs=1e-4)
+    assert one.loc[0, "verdict_fw"] == "holds"
+
+
+def test_the_summary_marks_the_verdicts_not_kept_family_wise(synthetic):
+    _, _, table = synthetic
+    kept = table.reset_index()
+    family = kept[~kept["verdict"].isin(fnd.NO_INTERVAL)]
+    assert (family["verdict_fw"] != "").all() and (kept.loc[kept.index.difference(
+        family.index), "verdict_fw"] == "").all()
+    changed = kept.assign(verdict_fw=np.where(kept["verdict"] == "holds", "inconclusive",
+                                              kept["verdict_fw"]))
+    text = fnd.summary(changed)
+    assert "**holds**° " in text and "° inconclusive family-wise (Bonferroni over" in text
+    assert "°" not in fnd.summary(kept.assign(verdict_fw=kept["verdict"]))
+
+
 # -- synthetic run records, end to end ---------------------------------------------------------
 
 

@@ -416,8 +416,12 @@ def cmd_findings(args: Args) -> int:
             save_figure(fig, out / f"findings_{result}")
             plt.close(fig)
     counts = table["verdict"].value_counts()
+    decided = table[(table["verdict_fw"] != "") & (table["verdict"] != "inconclusive")]
+    kept = int((decided["verdict_fw"] == decided["verdict"]).sum())
     print(f"{len(table)} finding cells -> {out}/findings.md: "
-          + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
+          + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+          + f"; family-wise ({fnd.family_text(table)}): {kept} of the {len(decided)} verdicts "
+          "other than inconclusive kept")
     return 0
 
 

@@ -22,6 +22,10 @@ binomial variance of its eval (p(1 - p) / questions, from ``Task.question_counts
 seeds the sample variance can come out near 0 by luck, but no seed's score is more precise than
 its eval. Metrics that are not a fraction of questions (KL) have no floor.
 
+:func:`family_wise` reads the table as one family of tests: each interval again at 1 − 0.05 / m
+(Bonferroni over the m cells that have one), and the verdict from it (``verdict_fw``), so that a
+reader sees which verdicts survive the many comparisons of the table.
+
 ``needed_runs`` lists the sweep runs every finding still needs (``playground-sweep findings``
 launches exactly those).
 """
@@ -33,6 +37,7 @@ import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -55,7 +60,10 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
 COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "label_a",
            "label_b", "seeds_a", "seeds_b", "values_a", "values_b", "mean_a", "mean_b", "margin",
-           "low", "high", "questions", "chance", "verdict", "missing"]
+           "low", "high", "questions", "chance", "verdict", "missing", "se", "df", "low_fw",
+           "high_fw", "verdict_fw"]
+FAMILY_ALPHA = 0.05  # the family-wise error rate of ``verdict_fw``
+NO_INTERVAL = ("untested", "at chance")  # verdicts read without an interval: not in the family
 
 
 @dataclass(frozen=True)
@@ -234,6 +242,41 @@ def t975(df: float | None) -> float:
     return T975[max(k for k in T975 if k <= max(df, 1) + 1e-9)]
 
 
+def t_quantile(level: float, df: float | None) -> float:
+    """Student t's two-sided ``level`` quantile (the t with P(|T| <= t) = ``level``) at the whole
+    number of degrees of freedom at or below ``df``; the normal's when ``df`` is None or above
+    the largest ``T975`` entry (as :func:`t975`)."""
+    if df is None or df > max(T975):
+        return NormalDist().inv_cdf(0.5 + level / 2)
+    nu = max(int(df + 1e-9), 1)
+    low, high = 0.0, 1.0
+    while _t_central(high, nu) < level:
+        high *= 2
+    for _ in range(200):  # bisection to float precision
+        mid = (low + high) / 2
+        low, high = (mid, high) if _t_central(mid, nu) < level else (low, mid)
+    return high
+
+
+def _t_central(t: float, nu: int) -> float:
+    """P(|T| <= t) for Student's t with a whole number ``nu`` of degrees of freedom, in closed
+    form (a finite series in θ = atan(t / √ν): Abramowitz & Stegun 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(nu))
+    c2 = math.cos(theta) ** 2
+    term, total = 1.0, 1.0
+    if nu % 2:  # odd: (2/π)(θ + sinθ cosθ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + …))
+        if nu == 1:
+            return 2 * theta / math.pi
+        for k in range(1, (nu - 3) // 2 + 1):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+    for k in range(1, (nu - 2) // 2 + 1):  # even: sinθ (1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + …)
+        term *= c2 * (2 * k - 1) / (2 * k)
+        total += term
+    return math.sin(theta) * total
+
+
 def chance_band(chance: float | None) -> float | None:
     """The score below which a side counts as at chance: twice the uniform-guess rate (a model
     that learns the answers' marginal distribution beats a uniform guess without solving
@@ -252,28 +295,59 @@ def compare(a: list[float], b: list[float], questions_a: float | None = None,
     out = {"seeds_a": len(a), "seeds_b": len(b),
            "mean_a": float(np.mean(a)) if a else np.nan,
            "mean_b": float(np.mean(b)) if b else np.nan,
-           "margin": np.nan, "low": np.nan, "high": np.nan}
+           "margin": np.nan, "low": np.nan, "high": np.nan, "se": np.nan, "df": np.nan}
     if not a or not b:  # the side that has runs still shows its mean
         return {**out, "verdict": "untested"}
     ma, mb = out["mean_a"], out["mean_b"]
     margin = (ma - mb) if lower else (mb - ma)
     parts = [_variance(a, ma, questions_a) / len(a), _variance(b, mb, questions_b) / len(b)]
-    half = t975(_welch_df(parts, (len(a), len(b)))) * math.sqrt(sum(parts))
-    low, high = margin - half, margin + half
-    if questions_a and questions_b:  # a difference of two proportions lies in [-1, 1]
-        low, high = max(low, -1.0), min(high, 1.0)
-    out.update(mean_a=ma, mean_b=mb, margin=margin, low=low, high=high)
+    df, se = _welch_df(parts, (len(a), len(b))), math.sqrt(sum(parts))
+    low, high = _interval(margin, t975(df) * se, bool(questions_a and questions_b))
+    out.update(mean_a=ma, mean_b=mb, margin=margin, low=low, high=high, se=se,
+               df=np.nan if df is None else df)
     band = chance_band(chance)
     if band is not None and ma < band and mb < band:
         return {**out, "verdict": "at chance"}
+    return {**out, "verdict": _verdict(low, high, expect, tolerance, min(len(a), len(b)))}
+
+
+def _interval(margin: float, half: float, proportions: bool) -> tuple[float, float]:
+    """margin ± half; a difference of two proportions lies in [-1, 1]."""
+    low, high = margin - half, margin + half
+    return (max(low, -1.0), min(high, 1.0)) if proportions else (low, high)
+
+
+def _verdict(low: float, high: float, expect: str, tolerance: float, seeds: int) -> str:
+    """The verdict an interval gives (module docstring); ``seeds``: the fewer of the sides'."""
     if expect == "same":
         verdict = ("holds" if -tolerance <= low and high <= tolerance else
                    "differs" if low > tolerance or high < -tolerance else "inconclusive")
     else:
         verdict = "holds" if low > 0 else "reversed" if high < 0 else "inconclusive"
-    if min(len(a), len(b)) < MIN_SEEDS and verdict != "inconclusive":
+    if seeds < MIN_SEEDS and verdict != "inconclusive":
         verdict = "suggestive" if verdict == "holds" else f"suggestive, {verdict}"
-    return {**out, "verdict": verdict}
+    return verdict
+
+
+def family_wise(table: pd.DataFrame, rules: list[tuple[str, float, bool]],
+                alpha: float = FAMILY_ALPHA) -> pd.DataFrame:
+    """``table`` (``evaluate``'s rows; ``rules``: each row's expectation, tolerance and whether
+    its sides are proportions, so that the interval is clipped to [-1, 1]) with
+    ``low_fw``, ``high_fw`` and ``verdict_fw``: each interval of the family (the rows with one:
+    not untested, not at chance) at level 1 − ``alpha`` / m over the m rows of the family
+    (Bonferroni), and the verdict it gives; empty outside the family."""
+    table = table.copy()
+    family = ~table["verdict"].isin(NO_INTERVAL)
+    m = int(family.sum())
+    table["low_fw"], table["high_fw"], table["verdict_fw"] = np.nan, np.nan, ""
+    for i in np.flatnonzero(family.to_numpy()):
+        r, (expect, tolerance, proportions) = table.iloc[i], rules[i]
+        df = None if pd.isna(r["df"]) else r["df"]
+        low, high = _interval(r["margin"], t_quantile(1 - alpha / m, df) * r["se"], proportions)
+        verdict = _verdict(low, high, expect, tolerance, min(r["seeds_a"], r["seeds_b"]))
+        table.iloc[i, table.columns.get_indexer(["low_fw", "high_fw", "verdict_fw"])] = \
+            [low, high, verdict]
+    return table
 
 
 def _variance(values: list[float], mean: float, questions: float | None) -> float:
@@ -301,7 +375,7 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
     from playground.report.cells import lower_is_better
 
     counts = _Counts()
-    rows = []
+    rows, rules = [], []
     for finding in findings:
         for cell in finding.cells:
             sides = [side_runs(frame, side, cell, finding.seeds) for side in finding.sides]
@@ -310,10 +384,10 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
             values = [_values(runs, metric) for runs in done]
             questions = [counts.mean(runs, metric) for runs in done]
             chance = counts.chance(done, metric)
+            tolerance = finding.tolerance if cell.tolerance is None else cell.tolerance
             stats = compare(*values, *questions, lower=lower_is_better(metric), chance=chance,
-                            expect=finding.expect,
-                            tolerance=finding.tolerance if cell.tolerance is None
-                                      else cell.tolerance)
+                            expect=finding.expect, tolerance=tolerance)
+            rules.append((finding.expect, tolerance, bool(questions[0] and questions[1])))
             missing = [f"{side.variant} seed {s}" for side, runs in zip(finding.sides, done)
                        for s in finding.seeds if s not in set(runs["seed"])]
             row_label = next((r["record.task.row"]
@@ -326,7 +400,7 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
                          "values_a": _join(values[0]), "values_b": _join(values[1]),
                          "questions": _join([q for q in questions if q]), "chance": chance,
                          "missing": "; ".join(missing), **stats})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return family_wise(pd.DataFrame(rows, columns=COLUMNS), rules)
 
 
 def _labels(finding: Finding, done: list[pd.DataFrame]) -> tuple[str, str]:
@@ -413,14 +487,15 @@ class _Counts:
 def markdown(table: pd.DataFrame, findings: list[Finding]) -> str:
     """The findings table in markdown: one line per finding and cell, grouped by result."""
     lines = ["| result | claim | cell | metric | A | B | margin B − A [95 % CI] | chance | "
-             "verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"verdict | family-wise ({family_text(table)}) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         percent = "acc" in r["metric"]
         lines.append(f"| {r['result']} | {r['claim']} | {r['panel']} {r['row']} {r['size']} | "
                      f"{r['metric']} | {_side_text(r, 'a', percent)} | "
                      f"{_side_text(r, 'b', percent)} | {_margin_text(r, percent)} | "
-                     f"{_number(r['chance'], percent)} | **{r['verdict']}** |")
+                     f"{_number(r['chance'], percent)} | **{r['verdict']}** | "
+                     f"{_family_cell(r, percent)} |")
     notes = [f"- **{f.id}** (Result {f.result}): {f.note}" for f in findings if f.note]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
@@ -440,7 +515,33 @@ def summary(table: pd.DataFrame) -> str:
         by_cell = {f"{r['panel']} {r['row']}": _verdict_text(r) for _, r in block.iterrows()}
         lines.append(f"| {first['result']} | {first['claim']} | "
                      + " | ".join(by_cell.get(c, "—") for c in cells) + " |")
+    if any(_not_kept(r) for _, r in table.iterrows()):
+        lines += ["", f"° inconclusive family-wise ({family_text(table)}): its interval then "
+                      "covers 0 or the tolerance's edge."]
     return "\n".join(lines) + "\n"
+
+
+def family_text(table: pd.DataFrame) -> str:
+    """How the family-wise verdicts were read, e.g. ``Bonferroni over 46 cells, each at
+    99.89 %``."""
+    m = int((~table["verdict"].isin(NO_INTERVAL)).sum())
+    if not m:
+        return "no cell has an interval yet"
+    return f"Bonferroni over {m} cell{'s' * (m > 1)}, each at {100 * (1 - FAMILY_ALPHA / m):.4g} %"
+
+
+def _not_kept(row: pd.Series) -> bool:
+    """Whether the family-wise reading changes the row's verdict."""
+    fw = row.get("verdict_fw", "")
+    return bool(fw) and not pd.isna(fw) and fw != row["verdict"]
+
+
+def _family_cell(row: pd.Series, percent: bool) -> str:
+    if row["verdict"] in NO_INTERVAL:
+        return "—"
+    scale = 100 if percent else 1
+    return (f"[{scale * row['low_fw']:+.3g}, {scale * row['high_fw']:+.3g}] "
+            f"**{row['verdict_fw']}**")
 
 
 BEGIN, END = "<!-- findings:begin -->\n", "<!-- findings:end -->"
@@ -458,7 +559,8 @@ def _verdict_text(row: pd.Series) -> str:
     if row["verdict"] == "untested":
         return "untested"
     margin = _margin_text(row, "acc" in row["metric"]).split(" [")[0]
-    return f"**{row['verdict']}** {margin} (seeds {row['seeds_a']} + {row['seeds_b']})"
+    mark = "°" if _not_kept(row) else ""
+    return f"**{row['verdict']}**{mark} {margin} (seeds {row['seeds_a']} + {row['seeds_b']})"
 
 
 def _number(value, percent: bool) -> str:
