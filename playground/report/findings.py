@@ -587,9 +587,9 @@ def _margin_text(row: pd.Series, percent: bool) -> str:
 def figure(table: pd.DataFrame, result: str):
     """Result ``result``'s findings: one panel per finding and cell with runs (at most
     ``FIGURE_COLUMNS`` a row), each side's per-seed values as points over a bar of their mean,
-    the chance level dashed, the verdict in the title, accuracies on one 0–100 % axis (a few
-    points apart near chance look as small as they are); the cells without a run are counted in
-    the figure's title, not drawn."""
+    the chance level dashed, the verdict in the title (° where it is not kept family-wise),
+    accuracies on one 0–100 % axis (a few points apart near chance look as small as they are);
+    the cells without a run are counted in the figure's title, not drawn."""
     import matplotlib.pyplot as plt
 
     rows = table[table["result"] == result]
@@ -624,12 +624,15 @@ def figure(table: pd.DataFrame, result: str):
         ax.tick_params(axis="y", labelsize=7)
         if percent:
             ax.set_ylim(0, 100)
-        ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']} "
-                     f"(n = {r['seeds_a']} / {r['seeds_b']})", fontsize=7)
+        ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']}"
+                     f"{'°' if _not_kept(r) else ''} (n = {r['seeds_a']} / {r['seeds_b']})",
+                     fontsize=7)
     untested = len(rows) - len(drawn)
     fig.suptitle(f"Result {result} (points: seeds; bar: mean)"
                  + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
-                    if untested else ""), fontsize=8)
+                    if untested else "")
+                 + ("; ° inconclusive family-wise" if any(_not_kept(r) for r in drawn) else ""),
+                 fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # room for the title
     return fig
 
