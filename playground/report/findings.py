@@ -336,18 +336,18 @@ def family_wise(table: pd.DataFrame, rules: list[tuple[str, float, bool]],
     ``low_fw``, ``high_fw`` and ``verdict_fw``: each interval of the family (the rows with one:
     not untested, not at chance) at level 1 − ``alpha`` / m over the m rows of the family
     (Bonferroni), and the verdict it gives; empty outside the family."""
-    table = table.copy()
-    family = ~table["verdict"].isin(NO_INTERVAL)
-    m = int(family.sum())
-    table["low_fw"], table["high_fw"], table["verdict_fw"] = np.nan, np.nan, ""
-    for i in np.flatnonzero(family.to_numpy()):
-        r, (expect, tolerance, proportions) = table.iloc[i], rules[i]
+    m = int((~table["verdict"].isin(NO_INTERVAL)).sum())
+    read = []
+    for (_, r), (expect, tolerance, proportions) in zip(table.iterrows(), rules):
+        if r["verdict"] in NO_INTERVAL:
+            read.append((np.nan, np.nan, ""))
+            continue
         df = None if pd.isna(r["df"]) else r["df"]
         low, high = _interval(r["margin"], t_quantile(1 - alpha / m, df) * r["se"], proportions)
-        verdict = _verdict(low, high, expect, tolerance, min(r["seeds_a"], r["seeds_b"]))
-        table.iloc[i, table.columns.get_indexer(["low_fw", "high_fw", "verdict_fw"])] = \
-            [low, high, verdict]
-    return table
+        read.append((low, high,
+                     _verdict(low, high, expect, tolerance, min(r["seeds_a"], r["seeds_b"]))))
+    return table.assign(**dict(zip(("low_fw", "high_fw", "verdict_fw"),
+                                   map(list, zip(*read)) if read else ([], [], []))))
 
 
 def _variance(values: list[float], mean: float, questions: float | None) -> float:
