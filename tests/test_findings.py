@@ -341,6 +341,11 @@ def test_the_findings_dry_run_lists_the_runs_and_their_cost(tmp_path, capsys):
     assert "2 of 2 runs to do" in out
     assert "estimated GPU-hours per panel, to do of all (4 runs sharing a GPU):" in out
     assert "  mano: " in out
+    main([str(spec), f"root={tmp_path / 'root'}", "dry_run=true"])  # any launcher lists them
+    assert "2 of 2 runs to do" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([str(spec), f"root={tmp_path / 'root'}"])  # but only the local one runs them
+    assert "launcher=basic is invalid for findings" in capsys.readouterr().err
 
 
 def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():

@@ -95,7 +95,7 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
 
     from playground.report.findings import load_findings, needed_runs
 
-    if launcher != "local":
+    if launcher != "local" and not dry:
         raise ConfigError(f"launcher={launcher} is invalid for findings: their runs come from "
                           "several sweeps; use launcher=local (or dry_run=true to list them)")
     if clash := args.overrides or [k for k in ("panels", "variants") if args[k]]:
