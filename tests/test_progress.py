@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import subprocess
 import sys
@@ -320,3 +321,70 @@ def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
         with pytest.raises(SystemExit) as stop:
             main(argv)
         assert stop.value.code != 0 and message in capsys.readouterr().err, argv
+
+
+def test_the_guard_projects_a_gpus_end_as_its_runs_speed_up():
+    """Two runs on one GPU at 1 step/s each, 50 and 100 steps left: the first ends at 50 s;
+    alone, the second runs at twice its rate where its wall time halves (walls [1, 2]), so it
+    ends at 75 s, and at 100 s where sharing did not slow it (walls [1, 1])."""
+    assert launch.projected_end([(50, 1.0, [1.0, 2.0]), (100, 1.0, [1.0, 2.0])]) == 75.0
+    assert launch.projected_end([(50, 1.0, [1.0, 1.0]), (100, 1.0, [1.0, 1.0])]) == 100.0
+    assert launch.projected_end([(30, 3.0, [5.0])]) == 10.0
+    assert launch.projected_end([]) == 0.0
+
+
+def _write_rate(out, rows, partial=False):
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"split": "train", "step": 50 * i, "train_time_s": 2.0 * i})
+             for i in range(1, rows + 1)]
+    lines.insert(1, json.dumps({"split": "eval", "step": 50, "acc": 0.5}))
+    tail = '\n{"split": "tr' if partial else "\n"  # a line being written
+    (out / "metrics.jsonl").write_text("\n".join(lines) + tail)
+
+
+def test_the_guard_reads_a_runs_rate_and_stops_the_least_advanced_run_of_a_late_gpu(tmp_path):
+    """Rates from metrics.jsonl (25 steps/s; none before three training rows); a GPU whose runs
+    would end after the time left loses its least advanced run, one that ends in time none."""
+    _write_rate(tmp_path / "a", 12, partial=True)
+    assert launch.step_rate(tmp_path / "a") == (600, 25.0)
+    _write_rate(tmp_path / "b", 2)
+    assert launch.step_rate(tmp_path / "b") is None and launch.step_rate(tmp_path / "c") is None
+    runs = launch.plan([["size=2L64D", "train.device=cpu", "train.steps=2000", f"seed={s}",
+                         f"out_dir={tmp_path}/r{s}"] for s in range(2)])
+    _write_rate(runs[0].out, 12)  # step 600 of 2000: 56 s left at 25 steps/s
+    _write_rate(runs[1].out, 8)  # step 400: 64 s; together, with no speed-up, 64 s
+    flat = lambda run, k: 1.0  # noqa: E731 - sharing does not slow them
+    assert launch.guard_victim(runs, flat, 64.0 + launch.GUARD_TAIL_S) is None
+    assert launch.guard_victim(runs, flat, 63.0 + launch.GUARD_TAIL_S) is runs[1]
+    assert launch.guard_victim(runs, lambda run, k: math.inf, 63.0 + launch.GUARD_TAIL_S) is runs[1]
+    (runs[0].out / "metrics.jsonl").unlink()  # a run still starting: no projection yet
+    assert launch.guard_victim(runs, flat, 1.0) is None
+
+
+def test_a_deadline_sweep_stops_a_run_the_guard_projects_past_it(tmp_path, monkeypatch, capsys):
+    """Two fake runs on one GPU log 100 steps/s of 1,000 steps (10 s) against a 3 s deadline:
+    the guard stops the least advanced; it is not a failure and the sweep says how to resume."""
+    real = subprocess.Popen
+    script = ("import json, sys, time\nfrom pathlib import Path\nout = Path(sys.argv[1])\n"
+              "out.mkdir(parents=True, exist_ok=True)\nf = open(out / 'metrics.jsonl', 'w')\n"
+              "for i in range(60):\n"
+              "    f.write(json.dumps({'split': 'train', 'step': 5 * i, 'train_time_s': 0.05 * i})"
+              " + '\\n'); f.flush(); time.sleep(0.05)\n")
+
+    def fake(command, **kw):
+        out = next(a[8:] for a in command if a.startswith("out_dir="))
+        return real([sys.executable, "-c", script, out], **kw)
+
+    monkeypatch.setattr(launch.subprocess, "Popen", fake)
+    monkeypatch.setattr(launch, "GUARD_EVERY_S", 0.5)
+    monkeypatch.setattr(launch, "GUARD_TAIL_S", 0.0)
+    runs = [["size=2L64D", "train.device=cpu", "train.steps=1000", f"seed={s}",
+             f"out_dir={tmp_path}/s{s}"] for s in range(2)]
+    assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=2, deadline=3.0,
+                            wall=lambda config, sharing: 0.1 * sharing) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^deadline guard: GPU 0's runs are projected past the deadline "
+                     r"\(\d+ s left\); stopping the least advanced, s[01]$", out, re.M), out
+    assert len(re.findall(r"stopped by the deadline guard, the same command resumes it$", out,
+                          re.M)) == 1
+    assert re.search(r"^run 1/1: s[01] exit 0", out, re.M), out

@@ -216,7 +216,8 @@ COMMAND = Command(
      "per_gpu": ("1", "local: runs sharing each GPU (tiny models)"),
      "deadline": ("", "local: seconds; start a run only if it is expected to end by then (its "
                   f"estimated GPU time × runs sharing its GPU × {DEADLINE_MARGIN:g}), for a "
-                  "machine held for a fixed time; a rerun starts the rest"),
+                  "machine held for a fixed time, and stop (resumably) the least advanced run "
+                  "of a GPU whose runs' measured rates project past it; a rerun does the rest"),
      "panels": ("", "only these panels (comma-separated)"),
      "variants": ("", "only these variants (comma-separated)"),
      "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips "

@@ -13,11 +13,15 @@ launcher (``runs.record_end``): ``interrupted`` where its summary still says ``r
 ``failed`` where there is none (it ended before recording anything). The local launcher says
 as each run ends how far the sweep is, with an ETA (:func:`progress_text`). With a
 ``deadline`` it starts a run only if the run is expected to end in time (:func:`expected_wall`):
-for a machine or job that is held for a fixed time, so that no run is cut off half-way.
+for a machine or job that is held for a fixed time, so that no run is cut off half-way; and a
+guard (:func:`guard_victim`) projects each GPU's end from its runs' measured step rates every
+``GUARD_EVERY_S`` and stops, resumably, the least advanced run of a GPU projected past the
+deadline, so that an estimate that was too low costs one run, not all the runs of that GPU.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -48,6 +52,12 @@ DEADLINE_MARGIN = 1.5
 # than CALIBRATE_AFTER_S (start-up dominated) do not count.
 CALIBRATED_MARGIN = 1.15
 CALIBRATE_AFTER_S = 60.0
+# deadline=: every GUARD_EVERY_S the launcher projects, from the running runs' measured step
+# rates, when each GPU's last run ends, and stops (resumably) the least advanced run of a GPU
+# projected past the deadline, at most one per GPU every GUARD_GAP_S (:func:`guard_victim`).
+GUARD_EVERY_S = 30.0
+GUARD_GAP_S = 120.0
+GUARD_TAIL_S = 30.0  # after a run's last step: its final evaluation and summary
 
 
 def launcher_overrides(launcher: str) -> list[str]:
@@ -312,6 +322,69 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float,
         slots.calibrate(run, sharing, took)
 
 
+def step_rate(out: Path, intervals: int = 10) -> tuple[int, float] | None:
+    """(last logged step, steps per second over its last ``intervals`` logged intervals) of the
+    run writing ``out/metrics.jsonl``; None before three training rows of one attempt."""
+    try:
+        lines = (out / "metrics.jsonl").read_text().splitlines()
+    except OSError:
+        return None
+    rows = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:  # the line being written
+            continue
+        if row.get("split") == "train" and "train_time_s" in row:
+            rows.append(row)
+    rows = rows[-(intervals + 1):]
+    if len(rows) < 3 or rows[-1]["train_time_s"] <= rows[0]["train_time_s"]:
+        return None
+    return rows[-1]["step"], ((rows[-1]["step"] - rows[0]["step"])
+                              / (rows[-1]["train_time_s"] - rows[0]["train_time_s"]))
+
+
+def projected_end(runs: list[tuple[float, float, list[float]]]) -> float:
+    """Seconds until the last of the runs sharing one GPU ends, each run given as (steps left,
+    steps per second now, its expected wall seconds at 1, 2, … runs sharing the GPU): as runs
+    end, each other run's rate grows by its wall time at the present sharing over its wall time
+    at the new one (its own estimate of how much sharing slows it)."""
+    now, alive = 0.0, list(range(len(runs)))
+    left = [r[0] for r in runs]
+    base = [rate * walls[min(len(runs), len(walls)) - 1] for _, rate, walls in runs]
+    while alive:
+        k = len(alive)
+        rates = {i: base[i] / runs[i][2][min(k, len(runs[i][2])) - 1] for i in alive}
+        first = min(alive, key=lambda i: left[i] / rates[i])
+        step = left[first] / rates[first]
+        now += step
+        for i in alive:
+            left[i] -= step * rates[i]
+        alive.remove(first)
+    return now
+
+
+def guard_victim(running: list[Planned], walls, time_left: float) -> Planned | None:
+    """The run to stop on a GPU whose ``running`` runs are projected (:func:`projected_end`, from
+    each run's measured rate; ``walls(run, k)``: its expected seconds with k runs sharing, inf if
+    unknown) to end, with ``GUARD_TAIL_S`` more, after ``time_left`` seconds: the least advanced
+    one; None if they end in time or a run has not yet measured its rate (start-up)."""
+    measured = []
+    for run in running:
+        found = step_rate(run.out)
+        if found is None or not found[1] > 0:
+            return None
+        steps = int(run.config.train.steps)
+        measured.append((run, steps, found[0], [walls(run, k) for k in range(1, len(running) + 1)],
+                         found[1]))
+    ends = projected_end([(steps - step, rate,
+                           ws if all(map(math.isfinite, ws)) else [1.0] * len(ws))
+                          for _, steps, step, ws, rate in measured])
+    if ends + GUARD_TAIL_S <= time_left:
+        return None
+    return min(measured, key=lambda m: m[2] / m[1])[0]
+
+
 def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
               deadline: float | None = None, wall=expected_wall) -> int:
     """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time, its
@@ -329,6 +402,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     at_once = len(slots.free)
     queue = in_launch_order([p for p in planned if p.error is None], at_once)
     total, durations, began, active = len(queue), [], time.monotonic(), {}
+    guarded, stopped = began, {}  # the guard's last look; GPU -> when it last stopped a run
     if total:
         print(f"launching {total} run(s), {min(at_once, total)} at a time; the output of each in "
               f"{log_dir}/<run>.<n>.log"
@@ -352,6 +426,12 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 gpu, log, run, start, sharing = active.pop(proc)
                 log.close()
                 slots.give(gpu, run)
+                if getattr(proc, "guard_stopped", False):  # resumable: left for a later launch
+                    total -= 1
+                    line = ended(run, proc.returncode, Path(log.name), run.out.name)[1]
+                    print(f"{line}; stopped by the deadline guard, the same command resumes it",
+                          flush=True)
+                    continue
                 failures += proc.returncode != 0
                 durations.append(time.monotonic() - start)
                 if proc.returncode == 0:
@@ -363,6 +443,9 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
             if not active and queue and slots.next_start(
                     queue, time.monotonic() - began) is None:
                 break  # nothing runs and nothing left fits before the deadline
+            if deadline is not None and time.monotonic() - guarded >= GUARD_EVERY_S:
+                guarded = time.monotonic()
+                guard(active, slots, deadline - (guarded - began), stopped, guarded)
             time.sleep(0.2)
         if queue:
             print(f"{len(queue)} run(s) not started: each would end after deadline={deadline:g} s "
@@ -381,6 +464,26 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     finally:
         signal.signal(signal.SIGTERM, previous)
     return failures
+
+
+def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float) -> None:
+    """The deadline guard's look at the ``active`` runs (process -> (GPU, log, run, start,
+    sharing)): on each GPU not stopped from within ``GUARD_GAP_S`` (``stopped``: GPU -> when),
+    stop (SIGTERM: the run checkpoints as preempted) the run :func:`guard_victim` names."""
+    for gpu in {g for g, *_ in active.values()}:
+        if now - stopped.get(gpu, -math.inf) < GUARD_GAP_S:
+            continue
+        here = {id(item[2]): proc for proc, item in active.items()
+                if item[0] == gpu and not getattr(proc, "guard_stopped", False)}
+        victim = guard_victim([active[p][2] for p in here.values()], slots.expected, time_left)
+        if victim is not None:
+            proc = here[id(victim)]
+            proc.guard_stopped = True
+            proc.send_signal(signal.SIGTERM)
+            stopped[gpu] = now
+            print(f"deadline guard: GPU {gpu or 0}'s runs are projected past the deadline "
+                  f"({time_left:,.0f} s left); stopping the least advanced, "
+                  f"{victim.out.name}", flush=True)
 
 
 def _kind(config: DictConfig) -> tuple[str, str]:
