@@ -336,7 +336,7 @@ def family_wise(table: pd.DataFrame, rules: list[tuple[str, float, bool]],
     ``low_fw``, ``high_fw`` and ``verdict_fw``: each interval of the family (the rows with one:
     not untested, not at chance) at level 1 − ``alpha`` / m over the m rows of the family
     (Bonferroni), and the verdict it gives; empty outside the family."""
-    m = int((~table["verdict"].isin(NO_INTERVAL)).sum())
+    m = _family_size(table)
     read = []
     for (_, r), (expect, tolerance, proportions) in zip(table.iterrows(), rules):
         if r["verdict"] in NO_INTERVAL:
@@ -524,10 +524,15 @@ def summary(table: pd.DataFrame) -> str:
 def family_text(table: pd.DataFrame) -> str:
     """How the family-wise verdicts were read, e.g. ``Bonferroni over 46 cells, each at
     99.89 %``."""
-    m = int((~table["verdict"].isin(NO_INTERVAL)).sum())
+    m = _family_size(table)
     if not m:
         return "no cell has an interval yet"
     return f"Bonferroni over {m} cell{'s' * (m > 1)}, each at {100 * (1 - FAMILY_ALPHA / m):.4g} %"
+
+
+def _family_size(table: pd.DataFrame) -> int:
+    """m: the rows of the family, those with an interval (not untested, not at chance)."""
+    return int((~table["verdict"].isin(NO_INTERVAL)).sum())
 
 
 def _not_kept(row: pd.Series) -> bool:

@@ -402,7 +402,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     at_once = len(slots.free)
     queue = in_launch_order([p for p in planned if p.error is None], at_once)
     total, durations, began, active = len(queue), [], time.monotonic(), {}
-    guarded, stopped = began, {}  # the guard's last look; GPU -> when it last stopped a run
+    guarded, stopped, halted = began, {}, set()  # the guard's last look, GPU -> its last stop,
+    # and the processes it stopped
     if total:
         print(f"launching {total} run(s), {min(at_once, total)} at a time; the output of each in "
               f"{log_dir}/<run>.<n>.log"
@@ -426,7 +427,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 gpu, log, run, start, sharing = active.pop(proc)
                 log.close()
                 slots.give(gpu, run)
-                if getattr(proc, "guard_stopped", False):  # resumable: left for a later launch
+                if proc in halted:  # stopped by the guard, resumable: left for a later launch
                     total -= 1
                     line = ended(run, proc.returncode, Path(log.name), run.out.name)[1]
                     print(f"{line}; stopped by the deadline guard, the same command resumes it",
@@ -445,7 +446,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 break  # nothing runs and nothing left fits before the deadline
             if deadline is not None and time.monotonic() - guarded >= GUARD_EVERY_S:
                 guarded = time.monotonic()
-                guard(active, slots, deadline - (guarded - began), stopped, guarded)
+                halted |= guard(active, slots, deadline - (guarded - began), stopped, guarded,
+                                halted)
             time.sleep(0.2)
         if queue:
             print(f"{len(queue)} run(s) not started: each would end after deadline={deadline:g} s "
@@ -466,24 +468,28 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     return failures
 
 
-def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float) -> None:
+def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float,
+          halted: set) -> set:
     """The deadline guard's look at the ``active`` runs (process -> (GPU, log, run, start,
-    sharing)): on each GPU not stopped from within ``GUARD_GAP_S`` (``stopped``: GPU -> when),
-    stop (SIGTERM: the run checkpoints as preempted) the run :func:`guard_victim` names."""
+    sharing)) but those it stopped before (``halted``): on each GPU not stopped from within
+    ``GUARD_GAP_S`` (``stopped``: GPU -> when), stop (SIGTERM: the run checkpoints as preempted)
+    the run :func:`guard_victim` names; returns the processes it stopped."""
+    signalled = set()
     for gpu in {g for g, *_ in active.values()}:
         if now - stopped.get(gpu, -math.inf) < GUARD_GAP_S:
             continue
-        here = {id(item[2]): proc for proc, item in active.items()
-                if item[0] == gpu and not getattr(proc, "guard_stopped", False)}
-        victim = guard_victim([active[p][2] for p in here.values()], slots.expected, time_left)
+        here = [(proc, item[2]) for proc, item in active.items()
+                if item[0] == gpu and proc not in halted]
+        victim = guard_victim([run for _, run in here], slots.expected, time_left)
         if victim is not None:
-            proc = here[id(victim)]
-            proc.guard_stopped = True
+            proc = next(p for p, run in here if run is victim)
+            signalled.add(proc)
             proc.send_signal(signal.SIGTERM)
             stopped[gpu] = now
             print(f"deadline guard: GPU {gpu or 0}'s runs are projected past the deadline "
                   f"({time_left:,.0f} s left); stopping the least advanced, "
                   f"{victim.out.name}", flush=True)
+    return signalled
 
 
 def _kind(config: DictConfig) -> tuple[str, str]:
