@@ -150,8 +150,8 @@ def test_stream_byte_identical_across_processes(packing):
 
 def test_automatic_loader_workers(monkeypatch):
     """data.num_workers=-1: none on CPU; on CUDA, this process's share of the cores (a local
-    sweep's runs and the data-parallel ranks on the host share them), less one; explicit counts
-    stand."""
+    sweep's runs and the data-parallel ranks on the host share them), less one, but not fewer
+    than a sweep's run would have alone, up to 3; explicit counts stand."""
     import torch
 
     from playground.run.device import HOST_RUNS, loader_workers
@@ -164,6 +164,12 @@ def test_automatic_loader_workers(monkeypatch):
     assert loader_workers(-1, cuda) == 15
     monkeypatch.setenv(HOST_RUNS, "4")
     assert loader_workers(-1, cuda) == 3
+    monkeypatch.setenv(HOST_RUNS, "6")  # 16 // 6 - 1 = 1, but three once the others have ended
+    assert loader_workers(-1, cuda) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(3)), raising=False)
+    assert loader_workers(-1, cuda) == 2  # never more than the cores less one
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
+    monkeypatch.setenv(HOST_RUNS, "4")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
     assert loader_workers(-1, cuda) == 1
 

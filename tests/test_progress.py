@@ -285,6 +285,22 @@ def test_the_simulated_launch_follows_the_deadline_rule(tmp_path, monkeypatch):
     assert [r.config.seed for r in left] == [2, 3]
 
 
+def test_a_lower_margin_packs_more_runs_into_the_deadline(tmp_path):
+    """The default wall is the estimate × the runs sharing × ``margin``: seeds 0-3 each 10 GPU-s
+    (``cost.estimate`` stubbed), so 10 s alone, 20 s shared by two. On one GPU, two at a time,
+    against a 40 s deadline: seed 3 would start at 20 s beside seed 2, expected there 20 × 1.5 =
+    30 s, too late at ×1.5, just in time at ×1.0."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+                        for s in range(4)])
+    with mock.patch("playground.sweep.cost.estimate",
+                    lambda config, sharing: SimpleNamespace(gpu_s=10.0)):
+        counts = {m: len(launch.simulate(runs, 1, 2, 40.0, margin=m)[0]) for m in (1.5, 1.0)}
+    assert counts == {1.5: 3, 1.0: 4}
+
+
 def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tmp_path):
     """Seed 0's wall time is 20 s × the runs sharing its GPU, seed 1's 2 s ×. Seed 1 fits
     beside seed 0 itself, but seed 0 shared by two would take 40 s, past the 25 s deadline: on
@@ -317,7 +333,10 @@ def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
                           (["mqar", "launcher=local", "deadline=-5"], "expected seconds > 0"),
                           (["mqar", "launcher=local", "deadline=soon"], "expected a number"),
                           (["mqar", "launcher=local", "gpus=0", "deadline=60"],
-                           "no GPU is visible")):
+                           "no GPU is visible"),
+                          (["mqar", "launcher=local", "margin=1.2"], "invalid without deadline="),
+                          (["mqar", "launcher=local", "deadline=60", "margin=0"],
+                           "expected a factor > 0")):
         with pytest.raises(SystemExit) as stop:
             main(argv)
         assert stop.value.code != 0 and message in capsys.readouterr().err, argv

@@ -95,22 +95,31 @@ def device_for(train) -> torch.device:
 
 
 HOST_RUNS = "PLAYGROUND_HOST_RUNS"  # set by a local sweep: how many runs share this host at once
+# The loader workers a sweep's run keeps however many runs share its host: a mini run alone trained
+# at 0.38-0.51 M tokens/s with one worker and 0.93-1.23 M with three (Depo1 K=4 N=15), Mano GLA at
+# 0.31-0.41 / 0.66-0.76 M (H200, 2026-11-28: docs/bench/2026-11-28-h200-findings). Idle while the
+# GPU is the bottleneck.
+SOLO_WORKERS = 3
 
 
 def loader_workers(requested: int, device: torch.device) -> int:
     """Loader processes for ``data.num_workers`` (-1 = auto). Auto: none on CPU (the examples
     are made in the training process); on CUDA, the cores this process may use, shared with the
     other runs of a local sweep (``PLAYGROUND_HOST_RUNS``) and the data-parallel ranks on this
-    host, less one for the training process itself; at least 1, at most 16. The data stream is
-    the same whatever the count."""
+    host, less one for the training process itself; but never fewer than a run would have alone
+    up to ``SOLO_WORKERS`` (the runs of a sweep end at different times, and the last ones on a GPU
+    must not stay starved of data); at least 1, at most 16. The data stream is the same whatever
+    the count."""
     if requested >= 0:
         return requested
     if device.type != "cuda":
         return 0
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else (os.cpu_count() or 1))
-    share = int(os.environ.get(HOST_RUNS, 1)) * int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    return max(1, min(16, cores // max(1, share) - 1))
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    share = int(os.environ.get(HOST_RUNS, 1)) * ranks
+    alone = min(SOLO_WORKERS, cores // max(1, ranks) - 1)
+    return max(1, min(16, max(alone, cores // max(1, share) - 1)))
 
 
 def use_deterministic_kernels() -> None:

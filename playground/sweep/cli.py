@@ -36,10 +36,10 @@ def cmd_sweep(args: Args) -> int:
     gpus, dry = args.int("gpus"), args.flag("dry_run")
     per_gpu = args.int("per_gpu", 1, MAX_PER_GPU,
                        "each run is a process of its own, with its own memory")
-    deadline = deadline_s(args, launcher, dry)
+    deadline, margin = deadline_s(args, launcher, dry)
     path = find_sweep_file(args.positional[0])
     if "findings" in (OmegaConf.load(path) or {}):
-        return findings_runs(args, path, launcher, gpus, per_gpu, dry, deadline)
+        return findings_runs(args, path, launcher, gpus, per_gpu, dry, deadline, margin)
     if args["results"]:
         raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the "
                           "findings of a findings file (playground-sweep findings results=2,3a)")
@@ -49,11 +49,13 @@ def cmd_sweep(args: Args) -> int:
     runs = sweep.runs()
     print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> {sweep.folder}/")
     if dry:
-        dry_run(sweep, runs, launcher, per_gpu if launcher == "local" else 1, gpus, deadline)
+        dry_run(sweep, runs, launcher, per_gpu if launcher == "local" else 1, gpus, deadline,
+                margin)
         return 0
     logs = sweep.folder / LOG_DIR
     if launcher == "local":
-        failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline)
+        failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline,
+                             margin=margin)
     else:
         failures = run_multiruns(sweep, launcher, logs)
     print(f"sweep {sweep.name}: done ({failures} launcher failures; see {logs}/ and each run's "
@@ -61,21 +63,29 @@ def cmd_sweep(args: Args) -> int:
     return 1 if failures else 0
 
 
-def deadline_s(args: Args, launcher: str, dry: bool) -> float | None:
-    """``deadline=``: seconds, for the local launcher only; a dry run says it does not apply it."""
+def deadline_s(args: Args, launcher: str, dry: bool) -> tuple[float | None, float]:
+    """``deadline=`` (seconds, for the local launcher only) and ``margin=``, the factor on each
+    run's estimated time held against it; a dry run says it does not apply them."""
     if not args["deadline"]:
-        return None
+        if args["margin"]:
+            raise ConfigError(f"margin={args['margin']} is invalid without deadline=: it is the "
+                              "factor on the estimated times held against the deadline")
+        return None, DEADLINE_MARGIN
     if launcher != "local":
         raise ConfigError(f"deadline={args['deadline']} is invalid with launcher={launcher}: "
                           "only the local launcher starts runs one by one (launcher=local)")
     value = args.float("deadline")
     if not value > 0:
         raise ConfigError(f"deadline={args['deadline']} is invalid: expected seconds > 0")
+    margin = args.float("margin") if args["margin"] else DEADLINE_MARGIN
+    if not margin > 0:
+        raise ConfigError(f"margin={args['margin']} is invalid: expected a factor > 0 on the "
+                          "estimated times")
     if dry:
         print(f"deadline={value:g}: the launch starts a run only if its estimated time (the "
-              f"estimate below, per run, × the runs sharing its GPU × {DEADLINE_MARGIN:g}) ends "
+              f"estimate below, per run, × the runs sharing its GPU × {margin:g}) ends "
               "before it; the dry run lists every run, then the runs a launch would start")
-    return value
+    return value, margin
 
 
 def local_gpus(gpus: int, deadline: float | None) -> int:
@@ -88,7 +98,7 @@ def local_gpus(gpus: int, deadline: float | None) -> int:
 
 
 def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry: bool,
-                  deadline: float | None = None) -> int:
+                  deadline: float | None = None, margin: float = DEADLINE_MARGIN) -> int:
     """Launch (or, with ``dry_run``, list) every run the findings of ``path`` still need: the
     runs of each side's sweep at each cell and seed with no finished summary under ``root``."""
     from pathlib import Path
@@ -105,16 +115,18 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
     runs = needed_runs(load_findings(path, args["results"]), root)
     print(f"findings {path.name}: {len(runs)} runs to do under {root}/")
     if dry:
-        dry_run(None, runs, launcher, per_gpu, gpus, deadline)  # each run, the GPU-hours
+        dry_run(None, runs, launcher, per_gpu, gpus, deadline, margin)  # each run, GPU-hours
         return 0
     logs = Path(root) / ".findings_logs"
-    failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline) if runs else 0
+    failures = run_local(runs, local_gpus(gpus, deadline), logs, per_gpu, deadline,
+                         margin=margin) if runs else 0
     print(f"findings: done ({failures} launcher failures; see {logs}/ and each run's summary.json)")
     return 1 if failures else 0
 
 
 def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1,
-            gpus: int = 0, deadline: float | None = None) -> None:
+            gpus: int = 0, deadline: float | None = None,
+            margin: float = DEADLINE_MARGIN) -> None:
     """List the runs, each marked ``todo``, ``done`` (its directory holds a finished summary:
     the launch would skip it) or ``not launchable`` (with why: ``launch.plan``), and how many
     are left; then the estimated GPU-hours per panel and in all (``playground.sweep.cost``, from
@@ -135,20 +147,22 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
     print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
     print_estimate(costs, per_gpu)
     if deadline is not None:
-        plan_hold([run for run, finished in costs if not finished], gpus, per_gpu, deadline)
+        plan_hold([run for run, finished in costs if not finished], gpus, per_gpu, deadline,
+                  margin)
     if launcher == "slurm":  # show what submitit would be given, without submitting anything
         cmd = [sys.executable, "-m", "playground.run.train", *runs[0], "hydra/launcher=slurm",
                "--cfg", "hydra", "--package", "hydra.launcher"]
         print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
-def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float) -> None:
+def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float,
+              margin: float = DEADLINE_MARGIN) -> None:
     """Print what a local launch with ``deadline`` would start on ``gpus`` GPUs (else the
     visible ones, else one) if every run took its estimate (``launch.simulate``): how many, when
     the last would end, and the runs left for a later launch."""
     known = gpus or _gpu_count()
     count = known or 1
-    started, left = simulate(todo, count, per_gpu, deadline)
+    started, left = simulate(todo, count, per_gpu, deadline, margin=margin)
     where = f"{count} GPU{'s' * (count > 1)}" + ("" if known else
                                                 " (none visible: gpus= sets how many)")
     last = max((end for _, _, end in started), default=0.0)
@@ -215,9 +229,12 @@ COMMAND = Command(
      "gpus": ("0", "local: GPUs to use (0: every visible one)"),
      "per_gpu": ("1", "local: runs sharing each GPU (tiny models)"),
      "deadline": ("", "local: seconds; start a run only if it is expected to end by then (its "
-                  f"estimated GPU time × runs sharing its GPU × {DEADLINE_MARGIN:g}), for a "
-                  "machine held for a fixed time, and stop (resumably) the least advanced run "
-                  "of a GPU whose runs' measured rates project past it; a rerun does the rest"),
+                  "estimated GPU time × runs sharing its GPU × margin), for a machine held for "
+                  "a fixed time, and stop (resumably) the least advanced run of a GPU whose "
+                  "runs' measured rates project past it; a rerun does the rest"),
+     "margin": ("", f"local, with deadline=: the factor on the estimated times (default "
+                f"{DEADLINE_MARGIN:g}); lower packs more runs into the hold, and the guard "
+                "stops those that run late"),
      "panels": ("", "only these panels (comma-separated)"),
      "variants": ("", "only these variants (comma-separated)"),
      "root": ("results", "the folder the runs go under: ROOT/<name>_<scale>/<run>/ (a rerun skips "

@@ -208,12 +208,12 @@ def _tee(command: list[str], log: Path) -> int:
         return proc.wait()
 
 
-def expected_wall(config: DictConfig, sharing: int) -> float:
+def expected_wall(config: DictConfig, sharing: int, margin: float = DEADLINE_MARGIN) -> float:
     """Seconds a run of ``config`` is expected to take on a GPU that ``sharing`` runs share: its
-    estimated GPU-seconds there (``playground.sweep.cost``) × ``sharing`` × ``DEADLINE_MARGIN``."""
+    estimated GPU-seconds there (``playground.sweep.cost``) × ``sharing`` × ``margin``."""
     from playground.sweep.cost import estimate
 
-    return estimate(config, sharing).gpu_s * sharing * DEADLINE_MARGIN
+    return estimate(config, sharing).gpu_s * sharing * margin
 
 
 class Slots:
@@ -223,13 +223,15 @@ class Slots:
     starts on a GPU only if ``wall(config, runs sharing that GPU then)`` seconds end before it,
     and if each run already there, taken as shared so from its own start, still ends before it
     (a run that joins a GPU slows the runs on it); the wall times rescaled once runs of their
-    kind have finished (:func:`_kind`, ``CALIBRATED_MARGIN``)."""
+    kind have finished (:func:`_kind`, ``CALIBRATED_MARGIN``). ``wall`` includes ``margin``: an
+    estimate × the runs sharing × ``margin`` (:func:`expected_wall`, the default)."""
 
     def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
-                 wall=expected_wall, say=print):
+                 wall=None, say=print, margin: float = DEADLINE_MARGIN):
         self.free = [d for _ in range(per_gpu) for d in devices]
         self.running: list[tuple[str, Planned, float]] = []  # (GPU, run, its start)
-        self.deadline, self.wall, self.say = deadline, wall, say
+        self.deadline, self.say, self.margin = deadline, say, margin
+        self.wall = wall or (lambda config, sharing: expected_wall(config, sharing, margin))
         self.walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> seconds
         self.ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
 
@@ -245,7 +247,7 @@ class Slots:
                 self.walls[key] = math.inf
         ratio = self.ratios.get(_kind(run.config))
         return self.walls[key] if ratio is None else (
-            self.walls[key] / DEADLINE_MARGIN * ratio * CALIBRATED_MARGIN)
+            self.walls[key] / self.margin * ratio * CALIBRATED_MARGIN)
 
     def next_start(self, queue: list[Planned], elapsed: float) -> tuple[int, str, int] | None:
         """The queue's first run that may start ``elapsed`` seconds after the launch, its slot
@@ -277,7 +279,7 @@ class Slots:
 
     def calibrate(self, run: Planned, sharing: int, took: float) -> None:
         """Keep the largest measured / estimated ratio of ``run``'s kind (deadline only)."""
-        estimated = self.walls.get((id(run), sharing), math.inf) / DEADLINE_MARGIN
+        estimated = self.walls.get((id(run), sharing), math.inf) / self.margin
         if self.deadline is None or took < CALIBRATE_AFTER_S or not math.isfinite(estimated):
             return
         kind = _kind(run.config)
@@ -296,21 +298,22 @@ def in_launch_order(todo: list[Planned], slots: int) -> list[Planned]:
     return [todo[i] for i in longest_first([p.overrides for p in todo], [p.config for p in todo])]
 
 
-def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float,
-             wall=expected_wall) -> tuple[list[tuple[Planned, float, float]], list[Planned]]:
+def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float, wall=None,
+             margin: float = DEADLINE_MARGIN) -> tuple[list[tuple[Planned, float, float]],
+                                                       list[Planned]]:
     """The launch ``run_local`` would make of the planned runs ``todo`` with ``deadline`` on
     ``gpus`` GPUs if every run took its estimate at the sharing it starts with (``wall`` less
     the margin; so the rescaling of finished runs' kinds, by 1, leaves ``CALIBRATED_MARGIN``):
     (run, start, end) of each run that would start, in start order, and the runs that would
     not."""
-    slots = Slots([str(g) for g in range(gpus)], per_gpu, deadline, wall, say=lambda _: None)
+    slots = Slots([str(g) for g in range(gpus)], per_gpu, deadline, wall, lambda _: None, margin)
     queue = in_launch_order(todo, len(slots.free))
     started, running, now = [], [], 0.0  # running: (end, gpu, run, sharing, took)
     while True:
         while queue and (start := slots.next_start(queue, now)) is not None:
             run, (_, gpu, sharing) = queue.pop(start[0]), start
             slots.take(gpu, run, now)
-            took = slots.walls[(id(run), sharing)] / DEADLINE_MARGIN
+            took = slots.walls[(id(run), sharing)] / margin
             running.append((now + took, gpu, run, sharing, took))
             started.append((run, now, now + took))
         if not running:
@@ -386,18 +389,18 @@ def guard_victim(running: list[Planned], walls, time_left: float) -> Planned | N
 
 
 def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
-              deadline: float | None = None, wall=expected_wall) -> int:
+              deadline: float | None = None, wall=None, margin: float = DEADLINE_MARGIN) -> int:
     """Run each run in its own process, ``per_gpu`` runs on each of ``gpus`` GPUs at a time, its
     runs planned first (:func:`plan`) and each attempt's output in a log of its own; returns the
     failures: runs not launched, and runs whose process ended with an error. With ``deadline``
-    (seconds from now), a run starts only if it is expected to end before it (:class:`Slots`);
-    the runs that never fit are listed at the end, not counted as failures (the same command
-    starts them later)."""
+    (seconds from now), a run starts only if it is expected to end before it (:class:`Slots`: its
+    estimate × the runs sharing its GPU × ``margin``); the runs that never fit are listed at the
+    end, not counted as failures (the same command starts them later)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     planned = plan(runs)
     failures = report_not_launched(planned, log_dir)
     slots = Slots(_device_ids(gpus), per_gpu, deadline, wall,
-                   say=lambda line: print(line, flush=True))
+                  lambda line: print(line, flush=True), margin)
     # runs at once: each run's automatic loader workers take its share of the cores
     at_once = len(slots.free)
     queue = in_launch_order([p for p in planned if p.error is None], at_once)
