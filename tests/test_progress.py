@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -290,7 +291,6 @@ def test_a_lower_margin_packs_more_runs_into_the_deadline(tmp_path):
     (``cost.estimate`` stubbed), so 10 s alone, 20 s shared by two. On one GPU, two at a time,
     against a 40 s deadline: seed 3 would start at 20 s beside seed 2, expected there 20 × 1.5 =
     30 s, too late at ×1.5, just in time at ×1.0."""
-    from types import SimpleNamespace
     from unittest import mock
 
     runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
@@ -378,6 +378,24 @@ def test_the_guard_reads_a_runs_rate_and_stops_the_least_advanced_run_of_a_late_
     assert launch.guard_victim(runs, lambda run, k: math.inf, 63.0 + launch.GUARD_TAIL_S) is runs[1]
     (runs[0].out / "metrics.jsonl").unlink()  # a run still starting: no projection yet
     assert launch.guard_victim(runs, flat, 1.0) is None
+
+
+def test_the_guard_reads_rates_since_the_gpus_runs_last_changed(tmp_path):
+    """Ten intervals at 25 steps/s, then five at 50 (a neighbour ended): over the last ten
+    intervals the rate mixes both; since the change (the file last written at T, the change
+    4.5 s of training time before its last row) it is 50; with the change later than all but
+    two rows, not yet measured."""
+    out = tmp_path / "r"
+    out.mkdir()
+    times = [2.0 * i for i in range(11)] + [20.0 + i for i in range(1, 6)]
+    (out / "metrics.jsonl").write_text("".join(
+        json.dumps({"split": "train", "step": 50 * i, "train_time_s": t}) + "\n"
+        for i, t in enumerate(times)))
+    os.utime(out / "metrics.jsonl", (1000.0, 1000.0))
+    step, mixed = launch.step_rate(out)
+    assert step == 750 and mixed == pytest.approx(500 / 15)
+    assert launch.step_rate(out, since=1000.0 - 4.5) == (750, 50.0)
+    assert launch.step_rate(out, since=1000.0 - 1.5) is None
 
 
 def test_a_deadline_sweep_stops_a_run_the_guard_projects_past_it(tmp_path, monkeypatch, capsys):

@@ -325,11 +325,16 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float, wall
         slots.calibrate(run, sharing, took)
 
 
-def step_rate(out: Path, intervals: int = 10) -> tuple[int, float] | None:
+def step_rate(out: Path, intervals: int = 10, since: float | None = None
+              ) -> tuple[int, float] | None:
     """(last logged step, steps per second over its last ``intervals`` logged intervals) of the
-    run writing ``out/metrics.jsonl``; None before three training rows of one attempt."""
+    run writing ``out/metrics.jsonl``; with ``since`` (epoch seconds: when the runs sharing its GPU
+    last changed), over the intervals logged after it only, a row's time taken as the file's
+    last write less its training time to the last row; None before three such training rows of
+    one attempt."""
+    path = out / "metrics.jsonl"
     try:
-        lines = (out / "metrics.jsonl").read_text().splitlines()
+        lines, written = path.read_text().splitlines(), path.stat().st_mtime
     except OSError:
         return None
     rows = []
@@ -340,6 +345,9 @@ def step_rate(out: Path, intervals: int = 10) -> tuple[int, float] | None:
             continue
         if row.get("split") == "train" and "train_time_s" in row:
             rows.append(row)
+    if since is not None and rows:
+        rows = [r for r in rows
+                if written - (rows[-1]["train_time_s"] - r["train_time_s"]) >= since]
     rows = rows[-(intervals + 1):]
     if len(rows) < 3 or rows[-1]["train_time_s"] <= rows[0]["train_time_s"]:
         return None
@@ -367,14 +375,16 @@ def projected_end(runs: list[tuple[float, float, list[float]]]) -> float:
     return now
 
 
-def guard_victim(running: list[Planned], walls, time_left: float) -> Planned | None:
+def guard_victim(running: list[Planned], walls, time_left: float,
+                 since: float | None = None) -> Planned | None:
     """The run to stop on a GPU whose ``running`` runs are projected (:func:`projected_end`, from
-    each run's measured rate; ``walls(run, k)``: its expected seconds with k runs sharing, inf if
-    unknown) to end, with ``GUARD_TAIL_S`` more, after ``time_left`` seconds: the least advanced
-    one; None if they end in time or a run has not yet measured its rate (start-up)."""
+    each run's rate measured since the GPU's runs last changed, ``since``; ``walls(run, k)``: its
+    expected seconds with k runs sharing, inf if unknown) to end, with ``GUARD_TAIL_S`` more,
+    after ``time_left`` seconds: the least advanced one; None if they end in time or a run has
+    not yet measured its rate (start-up, or just after a run joined or left the GPU)."""
     measured = []
     for run in running:
-        found = step_rate(run.out)
+        found = step_rate(run.out, since=since)
         if found is None or not found[1] > 0:
             return None
         steps = int(run.config.train.steps)
@@ -407,6 +417,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     total, durations, began, active = len(queue), [], time.monotonic(), {}
     guarded, stopped, halted = began, {}, set()  # the guard's last look, GPU -> its last stop,
     # and the processes it stopped
+    changed = {}  # GPU -> when (epoch seconds) a run last started or ended there
     if total:
         print(f"launching {total} run(s), {min(at_once, total)} at a time; the output of each in "
               f"{log_dir}/<run>.<n>.log"
@@ -426,10 +437,12 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 command = [sys.executable, "-m", "playground.run.train", *run.overrides]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                 active[proc] = (gpu, log, run, time.monotonic(), sharing)
+                changed[gpu] = time.time()
             for proc in [p for p in active if p.poll() is not None]:
                 gpu, log, run, start, sharing = active.pop(proc)
                 log.close()
                 slots.give(gpu, run)
+                changed[gpu] = time.time()
                 if proc in halted:  # stopped by the guard, resumable: left for a later launch
                     total -= 1
                     line = ended(run, proc.returncode, Path(log.name), run.out.name)[1]
@@ -450,7 +463,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
             if deadline is not None and time.monotonic() - guarded >= GUARD_EVERY_S:
                 guarded = time.monotonic()
                 halted |= guard(active, slots, deadline - (guarded - began), stopped, guarded,
-                                halted)
+                                halted, changed)
             time.sleep(0.2)
         if queue:
             print(f"{len(queue)} run(s) not started: each would end after deadline={deadline:g} s "
@@ -472,18 +485,20 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
 
 
 def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float,
-          halted: set) -> set:
+          halted: set, changed: dict) -> set:
     """The deadline guard's look at the ``active`` runs (process -> (GPU, log, run, start,
     sharing)) but those it stopped before (``halted``): on each GPU not stopped from within
     ``GUARD_GAP_S`` (``stopped``: GPU -> when), stop (SIGTERM: the run checkpoints as preempted)
-    the run :func:`guard_victim` names; returns the processes it stopped."""
+    the run :func:`guard_victim` names from the rates since a run last started or ended there
+    (``changed``: GPU -> epoch seconds); returns the processes it stopped."""
     signalled = set()
     for gpu in {g for g, *_ in active.values()}:
         if now - stopped.get(gpu, -math.inf) < GUARD_GAP_S:
             continue
         here = [(proc, item[2]) for proc, item in active.items()
                 if item[0] == gpu and proc not in halted]
-        victim = guard_victim([run for _, run in here], slots.expected, time_left)
+        victim = guard_victim([run for _, run in here], slots.expected, time_left,
+                              changed.get(gpu))
         if victim is not None:
             proc = next(p for p, run in here if run is victim)
             signalled.add(proc)
