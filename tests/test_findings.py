@@ -274,6 +274,10 @@ def test_the_shipped_findings_load_and_name_real_variants_and_panels():
             assert {c.panel for c in finding.cells} <= panels, finding.id
 
 
+def test_results_pick_findings_in_the_order_asked():
+    assert [f.result for f in fnd.load_findings(results="7,2")][:3] == ["7", "7", "2"]
+
+
 def test_the_probe_rows_are_fig7s_mini_rows():
     fig7 = yaml.safe_load((ROOT / "sweeps" / "fig7.yaml").read_text())["scales"]["mini"]
     probe = yaml.safe_load((ROOT / "sweeps" / "probe.yaml").read_text())["scales"]["mini"]
@@ -298,6 +302,10 @@ def test_needed_runs_are_the_unfinished_runs_of_each_side(tmp_path):
                                                            "where": {"task.L": 4}}]}]}))
     runs = fnd.needed_runs(fnd.load_findings(spec), str(tmp_path / "root"))
     assert len(runs) == 4  # 2 variants × 2 seeds, finding y's runs counted once
+    groups = fnd.needed_runs_by_cell(fnd.load_findings(spec), str(tmp_path / "root"))
+    assert [(label, len(g)) for label, g in groups] == [("x at mano 8L512D L=4", 4),
+                                                        ("y at mano 8L512D L=4", 2)]
+    assert all(r in runs for r in groups[1][1])  # y's runs are x's
     assert all("task.L=4" in r and "sweep=fig7_mini" in r for r in runs)
     first = compose(runs[0])
     Path(first.out_dir).mkdir(parents=True)

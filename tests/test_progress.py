@@ -301,6 +301,20 @@ def test_a_lower_margin_packs_more_runs_into_the_deadline(tmp_path):
     assert counts == {1.5: 3, 1.0: 4}
 
 
+def test_whole_cells_take_the_groups_whose_runs_all_end_in_time(tmp_path):
+    """Groups in order of importance, one GPU, one run at a time, each run its wall time (×1.0):
+    A (5 + 5 s) fits the 25 s deadline; B (10 + 10 s more) would not, and is passed over; C
+    (5 s) fits after A; D only needs a run of A's, already taken."""
+    runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+                        for s in range(5)])
+    seconds = [5.0, 5.0, 10.0, 10.0, 5.0]
+    groups = [("A", runs[0:2]), ("B", runs[2:4]), ("C", runs[4:5]), ("D", runs[1:2])]
+    taken, chosen, passed = launch.whole_cells(
+        groups, 1, 1, 25.0, margin=1.0, wall=lambda config, sharing: seconds[config.seed])
+    assert taken == ["A", "C", "D"] and passed == ["B"]
+    assert [r.config.seed for r in chosen] == [0, 1, 4]
+
+
 def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tmp_path):
     """Seed 0's wall time is 20 s × the runs sharing its GPU, seed 1's 2 s ×. Seed 1 fits
     beside seed 0 itself, but seed 0 shared by two would take 40 s, past the 25 s deadline: on
@@ -336,7 +350,10 @@ def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
                            "no GPU is visible"),
                           (["mqar", "launcher=local", "margin=1.2"], "invalid without deadline="),
                           (["mqar", "launcher=local", "deadline=60", "margin=0"],
-                           "expected a factor > 0")):
+                           "expected a factor > 0"),
+                          (["mqar", "launcher=local", "whole=true"], "invalid for a sweep file"),
+                          (["findings", "launcher=local", "whole=true"],
+                           "invalid without deadline=")):
         with pytest.raises(SystemExit) as stop:
             main(argv)
         assert stop.value.code != 0 and message in capsys.readouterr().err, argv

@@ -103,7 +103,7 @@ class Finding:
 
 def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
     """The findings of ``path`` (only those of the paper's ``results``, comma-separated, if
-    given); every problem is a ConfigError naming the entry and key."""
+    given, in that order); every problem is a ConfigError naming the entry and key."""
     spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     entries = spec.get("findings") if isinstance(spec, dict) else None
     if isinstance(spec, dict) and (unknown := set(spec) - FILE_KEYS):
@@ -147,7 +147,8 @@ def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
         if unknown := sorted(set(wanted) - {f.result for f in found}):
             raise ConfigError(f"results={unknown} is invalid: the findings test results "
                               f"{sorted({f.result for f in found})}")
-        found = [f for f in found if f.result in wanted]
+        found = sorted((f for f in found if f.result in wanted),
+                       key=lambda f: wanted.index(f.result))  # in the order asked for
     return found
 
 
@@ -207,28 +208,51 @@ def side_runs(frame: pd.DataFrame, side: Side, cell: Cell, seeds: tuple[int, ...
     return runs
 
 
-def needed_runs(findings: list[Finding], root: str) -> list[list[str]]:
-    """The override lists of every sweep run some finding needs that has no finished summary
-    under ``root`` (each once, in the findings' order)."""
+def needed_runs_by_cell(findings: list[Finding], root: str
+                        ) -> list[tuple[str, list[list[str]]]]:
+    """Per finding and cell, in the findings' order: (``<id> at <panel> <size> <where>``, the
+    override lists of the sweep runs it needs that have no finished summary under ``root``); a
+    run two of them need is in both."""
     from playground.config import Composer
     from playground.run.train import finished_summary
     from playground.sweep.spec import find_sweep_file, load_sweep
 
-    todo, seen, compose = [], set(), Composer()
+    groups, compose, configs, todo_of = [], Composer(), {}, {}
     for finding in findings:
         for cell in finding.cells:
+            todo, seen = [], set()
             for side in finding.sides:
                 extra = [f"seed={','.join(map(str, finding.seeds))}", f"size={cell.size}"]
                 sweep = dataclasses.replace(load_sweep(find_sweep_file(side.sweep), side.scale,
                                                        cell.panel, extra, side.variant), root=root)
                 for overrides in sweep.runs():
-                    if tuple(overrides) in seen:
+                    key = tuple(overrides)
+                    if key in seen:
                         continue
-                    cfg = compose(overrides)
-                    if all(_same(OmegaConf.select(cfg, key), value) for key, value in cell.where):
-                        seen.add(tuple(overrides))
-                        if finished_summary(Path(cfg.out_dir)) is None:
+                    if key not in configs:
+                        configs[key] = compose(overrides)
+                    cfg = configs[key]
+                    if all(_same(OmegaConf.select(cfg, key_), value) for key_, value in cell.where):
+                        seen.add(key)
+                        if key not in todo_of:
+                            todo_of[key] = finished_summary(Path(cfg.out_dir)) is None
+                        if todo_of[key]:
                             todo.append(overrides)
+            where = " ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in cell.where)
+            groups.append((f"{finding.id} at {cell.panel} {cell.size}" + (f" {where}" if where
+                                                                         else ""), todo))
+    return groups
+
+
+def needed_runs(findings: list[Finding], root: str) -> list[list[str]]:
+    """The override lists of every sweep run some finding needs that has no finished summary
+    under ``root`` (each once, in the findings' order)."""
+    todo, seen = [], set()
+    for _, runs in needed_runs_by_cell(findings, root):
+        for overrides in runs:
+            if tuple(overrides) not in seen:
+                seen.add(tuple(overrides))
+                todo.append(overrides)
     return todo
 
 

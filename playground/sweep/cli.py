@@ -24,6 +24,7 @@ from playground.sweep.launch import (
     run_local,
     run_multiruns,
     simulate,
+    whole_cells,
 )
 from playground.sweep.spec import Sweep, find_sweep_file, load_sweep
 
@@ -43,6 +44,9 @@ def cmd_sweep(args: Args) -> int:
     if args["results"]:
         raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the "
                           "findings of a findings file (playground-sweep findings results=2,3a)")
+    if args.flag("whole"):
+        raise ConfigError("whole=true is invalid for a sweep file: it keeps whole the cells of "
+                          "a findings file (playground-sweep findings whole=true deadline=S)")
     sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"],
                        args.overrides, args["variants"])
     sweep = dataclasses.replace(sweep, root=args["root"] or "results")
@@ -112,7 +116,14 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
         raise ConfigError(f"{clash[0]!r} is invalid for findings: their runs are exactly the ones "
                           "the findings declare (choose them with results=)")
     root = args["root"] or "results"
-    runs = needed_runs(load_findings(path, args["results"]), root)
+    findings = load_findings(path, args["results"])
+    if args.flag("whole"):
+        if deadline is None:
+            raise ConfigError("whole=true is invalid without deadline=: it keeps the findings' "
+                              "cells whose runs all end by the deadline")
+        runs = whole_runs(findings, root, gpus, per_gpu, deadline, margin)
+    else:
+        runs = needed_runs(findings, root)
     print(f"findings {path.name}: {len(runs)} runs to do under {root}/")
     if dry:
         dry_run(None, runs, launcher, per_gpu, gpus, deadline, margin)  # each run, GPU-hours
@@ -122,6 +133,29 @@ def findings_runs(args: Args, path, launcher: str, gpus: int, per_gpu: int, dry:
                          margin=margin) if runs else 0
     print(f"findings: done ({failures} launcher failures; see {logs}/ and each run's summary.json)")
     return 1 if failures else 0
+
+
+def whole_runs(findings: list, root: str, gpus: int, per_gpu: int, deadline: float,
+               margin: float) -> list[list[str]]:
+    """``whole=true``: the runs of the findings' cells (in the findings' order, the order of
+    ``results=`` if given) that a launch with ``deadline`` starts whole, all the runs of a cell
+    with those of the cells before it (``launch.whole_cells``); says which cells are taken and
+    which passed over."""
+    from playground.report.findings import needed_runs_by_cell
+
+    groups = [(label, runs) for label, runs in needed_runs_by_cell(findings, root) if runs]
+    planned = {tuple(p.overrides): p for p in plan([r for _, g in groups for r in g])
+               if p.error is None}
+    count = gpus or _gpu_count() or 1
+    taken, runs, passed = whole_cells(
+        [(label, [planned[tuple(r)] for r in g if tuple(r) in planned]) for label, g in groups],
+        count, per_gpu, deadline, margin)
+    print(f"whole=true: {len(taken)} of the {len(groups)} finding cells with runs to do end "
+          f"whole by deadline="
+          f"{deadline:g} on {count} GPU{'s' * (count > 1)}, {per_gpu} a GPU, if each run took "
+          f"its estimate: {', '.join(taken) or 'none'}"
+          + (f"; passed over: {', '.join(passed)}" if passed else ""))
+    return [run.overrides for run in runs]
 
 
 def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1,
@@ -241,7 +275,11 @@ COMMAND = Command(
               "the finished runs there, e.g. root=results/mini/runs keeps their records in the "
               "repository)"),
      "dry_run": ("false", "list the runs, launch nothing"),
-     "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a)")},
+     "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a), "
+                 "in this order"),
+     "whole": ("false", "NAME=findings only, with deadline=: only the findings' cells whose runs "
+               "all end by the deadline (with those of the cells before them), most important "
+               "first: each hold completes whole findings")},
     ("NAME",), overrides=(),
     examples=("playground-sweep fig7 scale=mini panels=depo1_K4 "
               "variants=llama_nope,llama_nope_canon",

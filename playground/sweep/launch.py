@@ -325,6 +325,25 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float, wall
         slots.calibrate(run, sharing, took)
 
 
+def whole_cells(groups: list[tuple[str, list[Planned]]], gpus: int, per_gpu: int,
+                deadline: float, margin: float = DEADLINE_MARGIN, wall=None
+                ) -> tuple[list[str], list[Planned], list[str]]:
+    """Of ``groups`` (a label and its planned runs: a finding's cell), in order, those whose runs
+    all start, with the runs of the groups taken before them, in a launch with ``deadline`` on
+    ``gpus`` GPUs if each run took its estimate (:func:`simulate`); a group that does not fit is
+    passed over for the next. Returns the labels taken, their runs (each once) and the labels
+    passed over."""
+    taken, runs, passed = [], [], []
+    for label, group in groups:
+        extra = [run for run in group if all(run is not r for r in runs)]
+        if extra and simulate(runs + extra, gpus, per_gpu, deadline, wall, margin)[1]:
+            passed.append(label)
+            continue
+        taken.append(label)
+        runs += extra
+    return taken, runs, passed
+
+
 def step_rate(out: Path, intervals: int = 10, since: float | None = None
               ) -> tuple[int, float] | None:
     """(last logged step, steps per second over its last ``intervals`` logged intervals) of the
