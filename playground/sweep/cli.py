@@ -146,14 +146,13 @@ def whole_runs(findings: list, root: str, gpus: int, per_gpu: int, deadline: flo
     groups = [(label, runs) for label, runs in needed_runs_by_cell(findings, root) if runs]
     planned = {tuple(p.overrides): p for p in plan([r for _, g in groups for r in g])
                if p.error is None}
-    count = gpus or _gpu_count() or 1
+    count, where = hold_gpus(gpus)
     taken, runs, passed = whole_cells(
         [(label, [planned[tuple(r)] for r in g if tuple(r) in planned]) for label, g in groups],
         count, per_gpu, deadline, margin)
     print(f"whole=true: {len(taken)} of the {len(groups)} finding cells with runs to do end "
-          f"whole by deadline="
-          f"{deadline:g} on {count} GPU{'s' * (count > 1)}, {per_gpu} a GPU, if each run took "
-          f"its estimate: {', '.join(taken) or 'none'}"
+          f"whole by deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "
+          f"estimate: {', '.join(taken) or 'none'}"
           + (f"; passed over: {', '.join(passed)}" if passed else ""))
     return [run.overrides for run in runs]
 
@@ -189,16 +188,22 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
         print(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
+def hold_gpus(gpus: int) -> tuple[int, str]:
+    """The GPUs a planned hold counts (``gpus=``, else the visible ones, else one) and how to say
+    so."""
+    known = gpus or _gpu_count()
+    count = known or 1
+    return count, f"{count} GPU{'s' * (count > 1)}" + ("" if known else
+                                                      " (none visible: gpus= sets how many)")
+
+
 def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float,
               margin: float = DEADLINE_MARGIN) -> None:
     """Print what a local launch with ``deadline`` would start on ``gpus`` GPUs (else the
     visible ones, else one) if every run took its estimate (``launch.simulate``): how many, when
     the last would end, and the runs left for a later launch."""
-    known = gpus or _gpu_count()
-    count = known or 1
+    count, where = hold_gpus(gpus)
     started, left = simulate(todo, count, per_gpu, deadline, margin=margin)
-    where = f"{count} GPU{'s' * (count > 1)}" + ("" if known else
-                                                " (none visible: gpus= sets how many)")
     last = max((end for _, _, end in started), default=0.0)
     print(f"with deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "
           f"estimate: {len(started)} of {len(todo)} runs would start"
