@@ -9,6 +9,7 @@ import itertools
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,13 +44,16 @@ def read(task, batch, shard, packing, workers=0, exchange=None, state=None, step
     return out, mark, b.built
 
 
+RANK_S = 240  # a rank still running then prints every thread's stack and exits (a hang)
+
 RANK = """
-import pickle, sys
+import faulthandler, pickle, sys
 import torch.distributed as dist
 from conftest import task_from
-from test_data_parallel import CASES, PACKINGS, RESUME_AT, STEPS, WORKERS, read
+from test_data_parallel import CASES, PACKINGS, RANK_S, RESUME_AT, STEPS, WORKERS, read
 from playground.data.loader import ShardExchange
 
+faulthandler.dump_traceback_later(RANK_S, exit=True)
 rank, size, store, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=size)
 exchange = ShardExchange.join(rank, size)
@@ -82,14 +86,27 @@ def reference():
 
 
 def run_ranks(tmp_path: Path, size: int) -> list[dict]:
+    """Each rank's findings. The ranks run side by side, their stderr in files (no pipe to fill);
+    a failed or hung rank (its stacks dumped, see RANK) fails the test with every rank's
+    stderr, as soon as the last rank has ended."""
     outs = [tmp_path / f"rank{r}.pkl" for r in range(size)]
+    errs = [tmp_path / f"rank{r}.err" for r in range(size)]
     store = str(tmp_path / "store")
-    procs = [subprocess.Popen([sys.executable, "-c", RANK, str(r), str(size), store, str(out)],
-                              cwd=TESTS, stderr=subprocess.PIPE, text=True)
-             for r, out in enumerate(outs)]
+    procs = []
+    for r, (out, err) in enumerate(zip(outs, errs)):
+        with err.open("w") as stderr:
+            procs.append(subprocess.Popen([sys.executable, "-c", RANK, str(r), str(size), store,
+                                           str(out)], cwd=TESTS, stderr=stderr))
+    end = time.monotonic() + RANK_S + 60
     for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-3000:]
+        try:
+            p.wait(timeout=max(end - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    report = "\n".join(f"rank {r}: exit {p.returncode}\n{e.read_text()[-3000:]}"
+                       for r, (p, e) in enumerate(zip(procs, errs)))
+    assert all(p.returncode == 0 for p in procs), report
     return [pickle.loads(out.read_bytes()) for out in outs]
 
 
