@@ -347,6 +347,9 @@ class DataConfig:
     # loader processes (never change the data); -1 = auto (run/device.py: loader_workers)
     num_workers: int = -1
     prefetch: int = 4  # shards each worker prepares ahead
+    # seconds the training waits for its next shard (from a loader worker, or from another rank
+    # in the data-parallel swap) before it fails instead of hanging; 0 = forever
+    stall_s: float = 600.0
     isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
     # how examples fill windows: aligned (a window starts at an example) | stream (examples
     # concatenated and cut, crossing window edges) | auto (the task's own);
@@ -360,6 +363,7 @@ class DataConfig:
         check(self.num_workers >= -1, "data.num_workers", self.num_workers,
               "an integer >= 0, or -1 (auto)")
         check(self.prefetch >= 1, "data.prefetch", self.prefetch, "an integer >= 1")
+        check(self.stall_s >= 0, "data.stall_s", self.stall_s, "a number >= 0 (0 = wait forever)")
 
 
 WANDB_MODES = ("offline", "online", "disabled")

@@ -100,6 +100,28 @@ def test_workers_leave_preemption_signals_to_the_main_process():
     assert got == want
 
 
+def test_a_hung_worker_fails_the_run_after_data_stall_s(monkeypatch):
+    """A loader worker that stops delivering shards (hung) fails the training after
+    ``data.stall_s`` seconds, with a note that names the key, instead of hanging it."""
+    import playground.data.loader as loader
+
+    real = loader.pack_shard
+
+    def hangs_at_shard_2(task, split, shard, *rest):
+        if shard == 2:
+            time.sleep(60)  # without the time limit: next() returns late, the test fails
+        return real(task, split, shard, *rest)
+
+    monkeypatch.setattr(loader, "pack_shard", hangs_at_shard_2)  # the forked worker's too
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="timed out") as caught:
+        batches = Batches(task_from(*TASK), 40, 8, num_workers=1, prefetch=1, stall_s=1)
+        for _ in range(3):
+            next(batches)
+    assert time.monotonic() - start < 30
+    assert any("data.stall_s=1" in note for note in caught.value.__notes__)
+
+
 @pytest.mark.parametrize("packing", PACKINGS)
 def test_resume_from_state_continues_the_stream(packing):
     task = task_from(*TASK)

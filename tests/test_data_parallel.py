@@ -85,7 +85,7 @@ def reference():
     return found
 
 
-def run_ranks(tmp_path: Path, size: int) -> list[dict]:
+def run_ranks(tmp_path: Path, size: int, script: str = RANK) -> list:
     """Each rank's findings. The ranks run side by side, their stderr in files (no pipe to fill);
     a failed or hung rank (its stacks dumped, see RANK) fails the test with every rank's
     stderr, as soon as the last rank has ended."""
@@ -95,7 +95,7 @@ def run_ranks(tmp_path: Path, size: int) -> list[dict]:
     procs = []
     for r, (out, err) in enumerate(zip(outs, errs)):
         with err.open("w") as stderr:
-            procs.append(subprocess.Popen([sys.executable, "-c", RANK, str(r), str(size), store,
+            procs.append(subprocess.Popen([sys.executable, "-c", script, str(r), str(size), store,
                                            str(out)], cwd=TESTS, stderr=stderr))
     end = time.monotonic() + RANK_S + 60
     for p in procs:
@@ -132,6 +132,39 @@ def test_rank_slices_are_the_one_process_batches(tmp_path, reference, size):
                 assert g["mark"] == mark
                 ahead = list(range(rank, rounds + size, size))  # and the next round
                 assert g["built"] == ahead, (name, packing, workers, rank)
+
+
+STALLED = """
+import pickle, sys, time
+import torch.distributed as dist
+from conftest import task_from
+from test_data_parallel import CASES
+from playground.data.loader import Batches, ShardExchange
+
+rank, size, store, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=size)
+exchange = ShardExchange.join(rank, size, stall_s=2)
+found, start = None, time.monotonic()
+if rank == 0:
+    try:
+        Batches(task_from(*CASES["depo"][0]), 8, 3, exchange=exchange, stall_s=2)
+    except RuntimeError as error:
+        found = (str(error), getattr(error, "__notes__", []), time.monotonic() - start)
+else:
+    time.sleep(8)  # joined, then never swaps: hung (for longer than rank 0 waits)
+pickle.dump(found, open(out, "wb"))
+"""
+
+
+@pytest.mark.slow
+def test_a_swap_with_a_hung_rank_fails_after_data_stall_s(tmp_path):
+    """A rank whose swap waits for a rank that never brings its shard fails after
+    ``data.stall_s`` (the exchange's gloo group has that time limit), with a note naming the
+    key, instead of waiting gloo's 30 minutes."""
+    (error, notes, waited), _ = run_ranks(tmp_path, 2, STALLED)
+    assert "timed out" in error.lower()
+    assert any("data.stall_s=2" in note for note in notes)
+    assert waited < 15
 
 
 @pytest.mark.parametrize("workers", WORKERS)

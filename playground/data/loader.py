@@ -26,6 +26,7 @@ import itertools
 import signal
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import NamedTuple
 
 import numpy as np
@@ -78,12 +79,15 @@ class ShardExchange:
         self.rank, self.size, self.group = rank, size, group
 
     @classmethod
-    def join(cls, rank: int, size: int) -> ShardExchange | None:
+    def join(cls, rank: int, size: int, stall_s: float = 0) -> ShardExchange | None:
         """The exchange of rank ``rank`` of ``size`` in the initialised process group (every
-        rank must call this at the same point), or None for one process."""
+        rank must call this at the same point), or None for one process. ``stall_s``: a swap
+        still waiting for another rank's shard after that many seconds fails (0: gloo's
+        default, 30 minutes)."""
         if size == 1:
             return None
-        return cls(rank, size, dist.new_group(backend="gloo"))
+        timeout = timedelta(seconds=stall_s) if stall_s else None
+        return cls(rank, size, dist.new_group(backend="gloo", timeout=timeout))
 
     def gather(self, shard: Shard) -> list[Shard]:
         """This rank's shard in, every rank's shard of the round out (index = rank). Shards
@@ -155,20 +159,22 @@ class Batches:
     def __init__(self, task: Task, batch_size: int, shard_examples: int, num_workers: int = 0,
                  prefetch: int = 4, state: dict | None = None, split: str = "train",
                  ignore_signals: tuple[int, ...] = (), packing: str = "auto",
-                 exchange: ShardExchange | None = None):
+                 exchange: ShardExchange | None = None, stall_s: float = 0):
         """``ignore_signals``: signals the loader workers leave to this process (the run's
         preemption signals); ``packing``: ``data.packing`` (auto: the task's own); ``exchange``:
         data parallel, this rank builds its share of the shards and swaps them with the others'
-        (:class:`ShardExchange`; None: one process builds them all)."""
+        (:class:`ShardExchange`; None: one process builds them all); ``stall_s``
+        (``data.stall_s``): waiting longer than that for a worker's next shard fails (0:
+        waits forever; a shard built in this process is not timed)."""
         state = state or {"shard": 0, "offset": 0}
-        self.batch_size, self.exchange = batch_size, exchange
+        self.batch_size, self.exchange, self.stall_s = batch_size, exchange, stall_s
         self.packing = resolve_packing(task, packing)
         rank, ranks = (exchange.rank, exchange.size) if exchange else (0, 1)
         stream = ShardStream(task, split, shard_examples, start=state["shard"],
                              packing=self.packing, rank=rank, ranks=ranks)
         loader = DataLoader(stream, batch_size=None, num_workers=num_workers,
                             prefetch_factor=prefetch if num_workers else None,
-                            persistent_workers=False,
+                            persistent_workers=False, timeout=stall_s if num_workers else 0,
                             worker_init_fn=_IgnoreSignals(ignore_signals) if num_workers else None)
         self._shards: Iterator = iter(loader)
         self.built: list[int] = []  # the shards this process's loader built (also ahead), in order
@@ -218,13 +224,21 @@ class Batches:
         """Shards first, first+1, … first+R-1: this rank's own from its loader (shard first+rank),
         the others' through the exchange."""
         rank = self.exchange.rank if self.exchange else 0
-        shard, *arrays = next(self._shards)
-        assert shard == first + rank, f"loader returned shard {shard}, expected {first + rank}"
-        self.built.append(shard)
-        own: Shard = tuple(arrays)  # type: ignore[assignment]
-        if self.exchange is None:
-            return {shard: own}
-        return dict(enumerate(self.exchange.gather(own), start=first))
+        try:
+            shard, *arrays = next(self._shards)
+            assert shard == first + rank, f"loader returned shard {shard}, expected {first + rank}"
+            self.built.append(shard)
+            own: Shard = tuple(arrays)  # type: ignore[assignment]
+            if self.exchange is None:
+                return {shard: own}
+            return dict(enumerate(self.exchange.gather(own), start=first))
+        except RuntimeError as error:  # the DataLoader's or gloo's time limit
+            if self.stall_s and "timed out" in str(error).lower():
+                error.add_note(f"data.stall_s={self.stall_s:g}: no shard {first}+ came in that "
+                               "time, from this rank's loader workers or (data parallel) from "
+                               "another rank; a worker or rank hung, or a shard takes longer to "
+                               "build (raise data.stall_s; 0 waits forever)")
+            raise
 
     def state_dict(self) -> dict:
         return {"shard": self._shard, "offset": self._offset}

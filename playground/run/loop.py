@@ -355,10 +355,12 @@ class Trainer:
         if self.main:  # before the loader and the eval set are made, which can take a while
             print(banner(self.cfg, self.model.param_counts(), self.device, world()[1]), flush=True)
         shard = shard_size(self.task, self.cfg.data.shard_examples)
-        exchange = ShardExchange.join(*world()[:2])  # data parallel: ranks share the shards
-        batches = Batches(self.task, t.batch_size, shard, self.workers, self.cfg.data.prefetch,
+        data = self.cfg.data
+        # data parallel: the ranks share the shards
+        exchange = ShardExchange.join(*world()[:2], stall_s=data.stall_s)
+        batches = Batches(self.task, t.batch_size, shard, self.workers, data.prefetch,
                           state=self.data_state, ignore_signals=PREEMPT_SIGNALS,
-                          packing=self.cfg.data.packing, exchange=exchange)
+                          packing=data.packing, exchange=exchange, stall_s=data.stall_s)
         examples = self.task.eval_examples()
         bar = tqdm(total=t.steps, initial=self.step, file=sys.stdout, desc=self.cfg.model.size,
                    disable=not (t.progress and sys.stdout.isatty() and self.main),

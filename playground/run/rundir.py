@@ -388,7 +388,7 @@ VOLATILE = ("hydra", "out_dir", "run_name", "sweep", "panel", "variant", "wandb"
             "train.resume", "train.device", "train.deterministic", "train.compile_scope",
             "train.compile_mode", "train.ddp_bucket_graphs", "train.grad_sync",
             "train.eval_batch_size", "train.eval_graphs", "train.save_samples",
-            "data.num_workers", "data.prefetch",
+            "data.num_workers", "data.prefetch", "data.stall_s",
             "train.length_scales")  # the last: an extra evaluation after training
 
 
