@@ -227,6 +227,7 @@ INVALID = [
     (["train.dtype=fp16"], "train.dtype"),
     (["data.num_workers=-2"], "data.num_workers"),
     (["data.packing=packed"], "data.packing"),
+    (["data.stall_s=-1"], "data.stall_s"),
     (["task=brevo1", "task.query=first"], "task.query"),
     (["task=mqar", "task.lengths=[0]"], "task.lengths"),
     (["task=mqar_tiny", "task.max_key_len=3", "task.delimiter=false"], "task.delimiter"),
