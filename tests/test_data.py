@@ -113,13 +113,30 @@ def test_a_hung_worker_fails_the_run_after_data_stall_s(monkeypatch):
         return real(task, split, shard, *rest)
 
     monkeypatch.setattr(loader, "pack_shard", hangs_at_shard_2)  # the forked worker's too
+    from playground.run.loop import PREEMPT_SIGNALS
+
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match="timed out") as caught:
-        batches = Batches(task_from(*TASK), 40, 8, num_workers=1, prefetch=1, stall_s=1)
+    batches = Batches(task_from(*TASK), 40, 8, num_workers=1, prefetch=1, stall_s=1,
+                      ignore_signals=PREEMPT_SIGNALS)
+    workers = list(batches._shards._workers)
+    with pytest.raises(RuntimeError, match="timed out") as caught, batches:
         for _ in range(3):
             next(batches)
-    assert time.monotonic() - start < 30
     assert any("data.stall_s=1" in note for note in caught.value.__notes__)
+    # leaving ``with`` ended the hung worker, though it ignores SIGTERM (the run's preemption
+    # signals), so the process can exit
+    assert not any(worker.is_alive() for worker in workers)
+    assert time.monotonic() - start < 30
+
+
+def test_closed_batches_stop_their_workers_and_refuse_a_next_shard():
+    batches = Batches(task_from(*TASK), 40, 8, num_workers=2, prefetch=1)
+    next(batches)
+    workers = list(batches._shards._workers)
+    batches.close()
+    assert not any(worker.is_alive() for worker in workers)
+    with pytest.raises(RuntimeError, match="closed"):
+        next(batches)
 
 
 @pytest.mark.parametrize("packing", PACKINGS)

@@ -191,11 +191,11 @@ class Batches:
 
     def _take_round(self, first: int) -> dict[int, Shard]:
         """The round at shard ``first``; data parallel: built ahead, and the next one started."""
+        if self._closed:
+            raise RuntimeError("these batches are closed: their loader is stopped (and past any "
+                               "round built ahead); make new Batches from the saved state_dict()")
         if self.exchange is None:
             return self._round(first)
-        if self._closed:
-            raise RuntimeError("these batches are closed: their loader is past the round built "
-                               "ahead; make new Batches from the saved state_dict()")
         ahead, self._ahead = self._ahead, None
         if ahead is None:  # the first round
             ready = self._round(first)
@@ -206,13 +206,29 @@ class Batches:
         return ready
 
     def close(self, timeout: float | None = None) -> None:
-        """Data parallel: wait for the round being built (every rank builds the same one, so
-        every rank's swap ends); no batch follows. Without ``timeout``, waits for as long as
-        the swap takes; a round's error is not raised here (no batch needs it)."""
+        """No batch follows: data parallel, wait for the round being built (every rank builds
+        the same one, so every rank's swap ends; without ``timeout``, for as long as the swap
+        takes; a round's error is not raised here, no batch needs it); then stop the loader's
+        workers (:meth:`_stop_workers`)."""
         self._closed = True
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.wait(timeout)
+        self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        """End the loader's worker processes as the DataLoader does (a stop sign, up to 5 s
+        each, then SIGTERM), then SIGKILL any still alive: a run's workers ignore its
+        preemption signals, SIGTERM among them, so a hung one (``stall_s``) would outlive the
+        training, and Python's exit waits for its daemon processes to end."""
+        workers = list(getattr(self._shards, "_workers", ()))
+        shutdown = getattr(self._shards, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
 
     def __enter__(self) -> Batches:
         return self
