@@ -249,12 +249,13 @@ class Batches:
                 return {shard: own}
             return dict(enumerate(self.exchange.gather(own), start=first))
         except RuntimeError as error:  # the DataLoader's or gloo's time limit
-            if self.stall_s and "timed out" in str(error).lower():
-                error.add_note(f"data.stall_s={self.stall_s:g}: no shard {first}+ came in that "
-                               "time, from this rank's loader workers or (data parallel) from "
-                               "another rank; a worker or rank hung, or a shard takes longer to "
-                               "build (raise data.stall_s; 0 waits forever)")
-            raise
+            if not (self.stall_s and "timed out" in str(error).lower()):
+                raise
+            raise RuntimeError(
+                f"data.stall_s={self.stall_s:g}: no shard {first}+ came in that time, from this "
+                "rank's loader workers or (data parallel) from another rank; a worker or rank "
+                "hung, or a shard takes longer to build (raise data.stall_s; 0 waits forever). "
+                f"{error}") from error
 
     def state_dict(self) -> dict:
         return {"shard": self._shard, "offset": self._offset}
