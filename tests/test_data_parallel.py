@@ -41,6 +41,12 @@ def read(task, batch, shard, packing, workers=0, exchange=None, state=None, step
             mark = b.state_dict()
         out.append(next(b))
     b.close()  # data parallel: the round built ahead, before the next Batches swaps
+    # the round's thread may still be ending after close() returned; a fork then (the next
+    # Batches' loader workers) can leave the child stuck in CPython's after-fork clean-up
+    # (PyOS_AfterFork_Child -> _PyThreadState_DeleteExcept): seen on 2 cores, 2 hangs in about
+    # 190 runs of the ranks' loop.
+    # Training makes one Batches a run, so this back-to-back pattern is the test's own.
+    time.sleep(0.05)
     return out, mark, b.built
 
 
