@@ -7,7 +7,8 @@
 #          into logs.tgz);
 #   HOLD_LEFT_S: the seconds left of the machine hold now (from the device's held time), which
 #          drive.py plans against;
-#   both: copy the report to $OUT every 10 s until SECONDS have passed;
+#   both: copy the report to $OUT every 10 s until SECONDS have passed or the plan is done
+#          (then after 25 s more, for the packer's last round);
 #   poll on a bare machine (the hold was lost between calls): say so and exit 3 at once;
 #   start also unpacks the records that earlier calls brought back (.whl/back/*.tgz, each a
 #          runs.tgz), so that a findings sweep started again skips them.
@@ -38,7 +39,8 @@ if [ "$1" = start ]; then
   done' > /dev/null 2>&1 < /dev/null &
   cd - > /dev/null
 fi
-while [ $SECONDS -lt $end ]; do sleep 10; cp $R/* "$OUT"/ 2> /dev/null; done
+while [ $SECONDS -lt $end ]; do sleep 10; cp $R/* "$OUT"/ 2> /dev/null
+  grep -q '"decision": "done"' $R/drive.jsonl 2> /dev/null && sleep 25 && break; done
 cp $R/* "$OUT"/ 2> /dev/null
 cut -c1-400 $R/drive.jsonl 2> /dev/null; tail -2 $ROOT/drive.log
 echo "hold left: $(($(cat /tmp/hold_end) - $(date +%s))) s"
