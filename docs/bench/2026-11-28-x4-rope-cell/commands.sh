@@ -9,8 +9,5 @@ git archive HEAD results/mini/runs > .whl/runs.tar   # the records so far: the s
 bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 560 1600
 bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 560 1150                    # bare: the cell lost
 CANONS=skip bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 345 390        # the scaling phases
-# The next hold (docs/paper_cell.md): the three calls issued together, one batch of tool calls, each
-# starting as the last returns; the first names kind nvidia-h100-x4, timeout_s 600 each:
-#   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh start 585 1600
-#   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 585
-#   bash docs/bench/2026-11-28-x4-rope-cell/hold.sh poll 400   # ≈ 1,670 s held in all
+# Later holds run these scripts as docs/paper_cell.md ("Running it on a device hold") says; the one
+# that finished RoPE: ../2026-11-28-x4-rope-done/.

@@ -1,6 +1,7 @@
 #!/bin/bash
-# One device call on the 4-GPU host: [CANONS=…] bash hold.sh start|poll SECONDS [HOLD_LEFT_S]
-#   (CANONS: the paper cell's variants in drive.py's order, default none: RoPE)
+# One device call on the 4-GPU host: [CANONS=…] [LR=…] bash hold.sh start|poll SECONDS [HOLD_LEFT_S]
+#   (CANONS: the paper cell's variants in drive.py's order, default none: RoPE; LR: its learning
+#   rate, default 1e-3)
 #   start: unpack the code (.whl/head.tar) and the records so far (.whl/runs.tar: the findings
 #          sweep skips them), install the wheels, start drive.py detached, and a packer (every
 #          20 s: the finished new findings records, checkpoints left out, into runs.tgz; the logs
@@ -27,7 +28,7 @@ if [ "$1" = start ]; then
   { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nvidia-smi topo -m
     nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > $R/gpu.txt
   cd /tmp/head && python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null
-  setsid nohup python3 $B/drive.py $ROOT $R 1e-3 "${CANONS:-none}" > $ROOT/drive.log 2>&1 < /dev/null &
+  setsid nohup python3 $B/drive.py $ROOT $R "${LR:-1e-3}" "${CANONS:-none}" > $ROOT/drive.log 2>&1 < /dev/null &
   setsid nohup bash -c 'cd /tmp/head; while sleep 20; do
     done=$(find results/mini/runs -name summary.json -newer '$ROOT'/marker \
            -exec grep -l "\"status\": \"finished\"" {} + 2> /dev/null | xargs -r -n1 dirname)
