@@ -315,6 +315,33 @@ def test_whole_cells_take_the_groups_whose_runs_all_end_in_time(tmp_path):
     assert [r.config.seed for r in chosen] == [0, 1, 4]
 
 
+def test_whole_columns_take_a_panels_sizes_smallest_model_first(tmp_path, capsys):
+    """A sweep file's whole=true: columns (panel, size) in the order of their models' sizes,
+    each taken only if all its runs still to do end by the deadline (one GPU, one run at a
+    time, each run 10 s): 2L64D of both panels (one run of p1's already finished) fit the 45 s,
+    then 4L64D's two runs would not; a finished run is not run again."""
+    from unittest import mock
+
+    from playground.sweep import cli
+
+    def run(panel, size, seed):
+        return ["train.device=cpu", f"panel={panel}", f"size={size}", f"seed={seed}",
+                f"out_dir={tmp_path}/{panel}_{size}_{seed}"]
+
+    runs = [run(p, z, s) for z in ("4L64D", "2L64D") for p in ("p1", "p2") for s in (0, 1)]
+    done = tmp_path / "p1_2L64D_0"
+    done.mkdir()
+    (done / "summary.json").write_text(json.dumps({"status": "finished"}))
+    with mock.patch("playground.sweep.cost.estimate",
+                    lambda config, sharing: SimpleNamespace(gpu_s=10.0)):
+        chosen = cli.whole_columns(runs, 1, 1, 45.0, margin=1.0)
+    assert [o[-1].rpartition("/")[2] for o in chosen] == ["p1_2L64D_1", "p2_2L64D_0",
+                                                          "p2_2L64D_1"]
+    said = capsys.readouterr().out
+    assert "2 of the 4 columns" in said
+    assert "p1 2L64D, p2 2L64D; passed over: p1 4L64D, p2 4L64D" in said
+
+
 def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tmp_path):
     """Seed 0's wall time is 20 s × the runs sharing its GPU, seed 1's 2 s ×. Seed 1 fits
     beside seed 0 itself, but seed 0 shared by two would take 40 s, past the 25 s deadline: on
@@ -351,7 +378,7 @@ def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
                           (["mqar", "launcher=local", "margin=1.2"], "invalid without deadline="),
                           (["mqar", "launcher=local", "deadline=60", "margin=0"],
                            "expected a factor > 0"),
-                          (["mqar", "launcher=local", "whole=true"], "invalid for a sweep file"),
+                          (["mqar", "launcher=local", "whole=true"], "invalid without deadline="),
                           (["findings", "launcher=local", "whole=true"],
                            "invalid without deadline=")):
         with pytest.raises(SystemExit) as stop:

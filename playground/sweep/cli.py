@@ -44,14 +44,16 @@ def cmd_sweep(args: Args) -> int:
     if args["results"]:
         raise ConfigError(f"results={args['results']} is invalid for a sweep file: it picks the "
                           "findings of a findings file (playground-sweep findings results=2,3a)")
-    if args.flag("whole"):
-        raise ConfigError("whole=true is invalid for a sweep file: it keeps whole the cells of "
-                          "a findings file (playground-sweep findings whole=true deadline=S)")
+    if args.flag("whole") and deadline is None:
+        raise ConfigError("whole=true is invalid without deadline=: it keeps the panels' columns "
+                          "whose runs all end by the deadline")
     sweep = load_sweep(find_sweep_file(args.positional[0]), args["scale"], args["panels"],
                        args.overrides, args["variants"])
     sweep = dataclasses.replace(sweep, root=args["root"] or "results")
     runs = sweep.runs()
     print(f"sweep {sweep.name} at scale={sweep.scale}: {len(runs)} runs -> {sweep.folder}/")
+    if args.flag("whole"):
+        runs = whole_columns(runs, gpus, per_gpu, deadline, margin)
     if dry:
         dry_run(sweep, runs, launcher, per_gpu if launcher == "local" else 1, gpus, deadline,
                 margin)
@@ -155,6 +157,32 @@ def whole_runs(findings: list, root: str, gpus: int, per_gpu: int, deadline: flo
           f"estimate: {', '.join(taken) or 'none'}"
           + (f"; passed over: {', '.join(passed)}" if passed else ""))
     return [run.overrides for run in runs]
+
+
+def whole_columns(runs: list[list[str]], gpus: int, per_gpu: int, deadline: float,
+                  margin: float) -> list[list[str]]:
+    """``whole=true`` for a sweep file: the runs still to do of the columns (a panel's model
+    size: every row, variant and seed of it) that a launch with ``deadline`` ends whole, smallest
+    model first (layers × width², the order of their parameter counts), a column passed over
+    for the next smaller one that fits (``launch.whole_cells``); says which are taken. A hold so
+    stops on whole columns of the heatmaps."""
+    from playground.run.train import finished_summary
+
+    todo = [p for p in plan(runs) if p.error is None and finished_summary(p.out) is None]
+    columns: dict[tuple, list] = {}
+    for run in todo:
+        model = run.config.model
+        key = (model.n_layers * model.d_model ** 2, model.size, run.config.get("panel") or "")
+        columns.setdefault(key, []).append(run)
+    groups = [(f"{panel} {size}".strip(), group)
+              for (_, size, panel), group in sorted(columns.items())]
+    count, where = hold_gpus(gpus)
+    taken, chosen, passed = whole_cells(groups, count, per_gpu, deadline, margin)
+    print(f"whole=true: {len(taken)} of the {len(groups)} columns with runs to do end whole by "
+          f"deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its estimate: "
+          f"{', '.join(taken) or 'none'}"
+          + (f"; passed over: {', '.join(passed)}" if passed else ""))
+    return [run.overrides for run in chosen]
 
 
 def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1,
@@ -282,13 +310,17 @@ COMMAND = Command(
      "dry_run": ("false", "list the runs, launch nothing"),
      "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a), "
                  "in this order"),
-     "whole": ("false", "NAME=findings only, with deadline=: only the findings' cells whose runs "
-               "all end by the deadline (with those of the cells before them), most important "
-               "first: each hold completes whole findings")},
+     "whole": ("false", "with deadline=: only what ends whole by the deadline. A sweep file: its "
+               "panels' columns (a model size, every row, variant and seed), smallest model "
+               "first, so a hold completes whole columns of the heatmaps; NAME=findings: the "
+               "findings' cells (with those before them), most important first, so a hold "
+               "completes whole findings")},
     ("NAME",), overrides=(),
     examples=("playground-sweep fig7 scale=mini panels=depo1_K4 "
               "variants=llama_nope,llama_nope_canon",
               "playground-sweep fig7 scale=mini launcher=local gpus=8",
+              "playground-sweep fig7 scale=mini panels=depo1_K4 launcher=local gpus=4 per_gpu=2 "
+              "deadline=1620 whole=true dry_run=true",
               "playground-sweep mqar scale=mini launcher=local per_gpu=12",
               "playground-sweep fig7 scale=paper launcher=slurm hydra.launcher.partition=gpu",
               "playground-sweep fig7 scale=cpu panels=depo1_K8 dry_run=true",
