@@ -41,11 +41,13 @@ def read(task, batch, shard, packing, workers=0, exchange=None, state=None, step
             mark = b.state_dict()
         out.append(next(b))
     b.close()  # data parallel: the round built ahead, before the next Batches swaps
-    # the round's thread may still be ending after close() returned; a fork then (the next
-    # Batches' loader workers) can leave the child stuck in CPython's after-fork clean-up
-    # (PyOS_AfterFork_Child -> _PyThreadState_DeleteExcept): seen on 2 cores, 2 hangs in about
-    # 190 runs of the ranks' loop.
-    # Training makes one Batches a run, so this back-to-back pattern is the test's own.
+    # a fork while another thread of this process starts or ends (the round's thread, the
+    # closed loader's queue feeder threads) can deadlock the child in CPython's after-fork
+    # clean-up, before any worker code (PyOS_AfterFork_Child -> _PyThreadState_DeleteExcept
+    # waits on the inherited HEAD_LOCK: CPython gh-112275, fixed in 3.12 and 3.11.10). Seen on
+    # 2 cores under Python 3.11.7 here: 2 hangs in about 190 runs of the ranks' loop, and the
+    # same with the round built on a thread kept alive. Training makes one Batches a run, its
+    # workers forked first, so this back-to-back pattern is the test's own: let threads settle.
     time.sleep(0.05)
     return out, mark, b.built
 
