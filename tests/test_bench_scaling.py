@@ -1,5 +1,6 @@
 """``playground-bench scaling``: global tokens/s under torchrun with 1 and 2 processes (CPU,
-gloo), the scaling over one process, and bad requests refused before anything runs."""
+gloo), the scaling over one process, one process at the rank's batch (the cap and data
+parallel's own efficiency), and bad requests refused before anything runs."""
 
 from __future__ import annotations
 
@@ -31,7 +32,14 @@ def test_one_and_two_processes_are_measured_with_their_scaling(tmp_path, capsys)
     # the same data and model: the two losses agree (test_distributed.py checks this closely)
     assert rows[0]["final_loss"] == pytest.approx(rows[1]["final_loss"], rel=1e-3)
     assert [r["compile"] for r in rows] == [None, None]  # not compiled: nothing to record
-    assert "2 process(es), global batch    8 (4 a rank)" in capsys.readouterr().out
+    # one process at the rank's batch (4): the cap and data parallel's own efficiency
+    two, alone = rows[1], rows[1]["one_at_rank_batch"]
+    assert alone > 0 and "one_at_rank_batch" not in rows[0]
+    assert two["cap"] == pytest.approx(2 * alone / rows[0]["tokens_per_s"])
+    assert two["dp_efficiency"] == pytest.approx(two["tokens_per_s"] / (2 * alone))
+    assert two["efficiency"] == pytest.approx(two["cap"] / 2 * two["dp_efficiency"])
+    said = capsys.readouterr().out
+    assert "2 process(es), global batch    8 (4 a rank)" in said and "one process at 4:" in said
 
 
 @pytest.mark.slow
@@ -39,6 +47,7 @@ def test_per_rank_keeps_each_ranks_batch(tmp_path):
     rows = sc.scaling([TINY], [2], steps=6, skip=2, log_every=2, per_rank=True,
                       show=lambda _: None)
     assert [(r["global_batch"], r["batch_per_rank"]) for r in rows] == [(8, 8), (16, 8)]
+    assert not any("cap" in r for r in rows)  # the rank's batch is the config's: no cap
 
 
 @pytest.mark.parametrize("request_, key", [

@@ -142,7 +142,8 @@ def cmd_scaling(args: Args) -> None:
 
     variants = [args.overrides + v.split() for v in (args.list("compare", "|") or [""])]
     _emit(scaling(variants, args.ints("procs", minimum=1), args.int("steps", 1),
-                  args.int("skip"), args.int("log_every", 1), args.flag("per_rank")),
+                  args.int("skip"), args.int("log_every", 1), args.flag("per_rank"),
+                  rank_batch=args.flag("rank_batch")),
           args["json"])
 
 
@@ -232,6 +233,9 @@ COMMANDS = [
              "log_every": ("50", "steps per log interval: the figure is their median"),
              "per_rank": ("false", "false: the config's batch split over the processes (strong "
                                    "scaling); true: the config's batch on every process"),
+             "rank_batch": ("true", "strong scaling: also one process at each rank's batch, the "
+                                    "cap a smaller batch per GPU sets, and data parallel's own "
+                                    "efficiency against it"),
              "compare": ("", "variants separated by |, each a list of overrides"), **JSON},
             overrides=(), examples=(
                 "playground-bench scaling task=depo1_K4 task.context=512 task.N=15 size=8L512D "

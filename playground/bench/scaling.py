@@ -8,6 +8,11 @@ step ``skip``, so the compilation and warm-up in the first intervals are left ou
 batch is the config's (``per_rank=false``: the recipe's batch split over the ranks, strong
 scaling) or the config's batch on every rank (``per_rank=true``: the global batch grows with the
 processes, weak scaling). Scaling is each figure over the same variant's with one process.
+
+Strong scaling also runs one process at each rank's batch (``rank_batch=true``, the default):
+a GPU is less efficient at a smaller batch, so ``cap`` = processes × that rate over the one
+process's at the full batch is the most any data parallel could reach, and ``dp_efficiency`` =
+the measured rate over processes × that rate is data parallel's own cost apart from it.
 """
 
 from __future__ import annotations
@@ -78,9 +83,12 @@ def run_one(overrides: list[str], procs: int, steps: int, skip: int, log_every: 
 
 
 def scaling(variants: list[list[str]], procs: list[int], steps: int, skip: int,
-            log_every: int, per_rank: bool = False, show=print) -> list[dict]:
+            log_every: int, per_rank: bool = False, show=print,
+            rank_batch: bool = True) -> list[dict]:
     """Every variant at every process count (``procs``, one process first if not listed: the
-    scaling's reference), one row each, shown as measured."""
+    scaling's reference), one row each, shown as measured; strong scaling with ``rank_batch``:
+    each row of several processes also with one process at its rank's batch (the module's
+    docstring)."""
     batches = check_request(variants, procs, steps, skip, log_every, per_rank)
     counts = sorted(set(procs) | {1})
     results = []
@@ -95,10 +103,18 @@ def scaling(variants: list[list[str]], procs: list[int], steps: int, skip: int,
             one = one or row["tokens_per_s"]
             row["scaling"] = row["tokens_per_s"] / one
             row["efficiency"] = row["scaling"] / p
+            split = ""
+            if rank_batch and not per_rank and p > 1:
+                alone = run_one([*overrides, f"train.batch_size={batch // p}"], 1, steps, skip,
+                                log_every)["tokens_per_s"]
+                row.update(one_at_rank_batch=alone, cap=p * alone / one,
+                           dp_efficiency=row["tokens_per_s"] / (p * alone))
+                split = (f"  (one process at {batch // p}: {alone:,.0f}, cap ×{row['cap']:.2f}; "
+                         f"data parallel's own {row['dp_efficiency']:.0%})")
             show(f"{' '.join(overrides) or '(config)':60s} {p} process(es), global batch "
                  f"{row['global_batch']:>4} ({row['batch_per_rank']} a rank): "
                  f"{row['tokens_per_s']:>12,.0f} tok/s  ×{row['scaling']:.2f} "
-                 f"({row['efficiency']:.0%})  loss {row['final_loss']:.4f}"
+                 f"({row['efficiency']:.0%})  loss {row['final_loss']:.4f}" + split
                  + (f"  {skips} graph(s) without CUDA graphs"
                     if (skips := (row["compile"] or {}).get("cudagraph_skips")) else ""))
             results.append(row)
