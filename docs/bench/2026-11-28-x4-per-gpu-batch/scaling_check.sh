@@ -8,6 +8,6 @@ mkdir -p /tmp/head && tar xf .whl/head.tar -C /tmp/head
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 cd /tmp/head && python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null
 playground-bench scaling task=depo1_K4 task.context=512 task.N=15 size=8L512D train=paper \
-  train.batch_size=64 train.lr=1e-3 canon=ABCD train.compile=true \
+  train.batch_size=64 train.lr=1e-3 train.warmup_steps=100 canon=ABCD train.compile=true \
   train.compile_mode=reduce-overhead procs=2 steps=250 skip=150 log_every=50 \
   json=$OUT/scaling_check.json 2>&1 | grep -v Warning | tail -5 | tee $OUT/scaling_check.txt
