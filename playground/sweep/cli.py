@@ -141,18 +141,24 @@ def whole_runs(findings: list, root: str, gpus: int, per_gpu: int, deadline: flo
                margin: float) -> list[list[str]]:
     """``whole=true``: the runs of the findings' cells (in the findings' order, the order of
     ``results=`` if given) that a launch with ``deadline`` starts whole, all the runs of a cell
-    with those of the cells before it (``launch.whole_cells``); says which cells are taken and
-    which passed over."""
+    with those of the cells before it (:func:`take_whole`)."""
     from playground.report.findings import needed_runs_by_cell
 
     groups = [(label, runs) for label, runs in needed_runs_by_cell(findings, root) if runs]
     planned = {tuple(p.overrides): p for p in plan([r for _, g in groups for r in g])
                if p.error is None}
+    return take_whole([(label, [planned[tuple(r)] for r in g if tuple(r) in planned])
+                       for label, g in groups], "finding cells", gpus, per_gpu, deadline, margin)
+
+
+def take_whole(groups: list, what: str, gpus: int, per_gpu: int, deadline: float,
+               margin: float) -> list[list[str]]:
+    """``whole=true``: of ``groups`` (a label and its planned runs), the ones whose runs all end
+    by ``deadline`` on the hold's GPUs (``launch.whole_cells``); says which ``what`` are taken
+    and which passed over, and returns their runs' overrides."""
     count, where = hold_gpus(gpus)
-    taken, runs, passed = whole_cells(
-        [(label, [planned[tuple(r)] for r in g if tuple(r) in planned]) for label, g in groups],
-        count, per_gpu, deadline, margin)
-    print(f"whole=true: {len(taken)} of the {len(groups)} finding cells with runs to do end "
+    taken, runs, passed = whole_cells(groups, count, per_gpu, deadline, margin)
+    print(f"whole=true: {len(taken)} of the {len(groups)} {what} with runs to do end "
           f"whole by deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "
           f"estimate: {', '.join(taken) or 'none'}"
           + (f"; passed over: {', '.join(passed)}" if passed else ""))
@@ -164,8 +170,8 @@ def whole_columns(runs: list[list[str]], gpus: int, per_gpu: int, deadline: floa
     """``whole=true`` for a sweep file: the runs still to do of the columns (a panel's model
     size: every row, variant and seed of it) that a launch with ``deadline`` ends whole, smallest
     model first (layers × width², the order of their parameter counts), a column passed over
-    for the next smaller one that fits (``launch.whole_cells``); says which are taken. A hold so
-    stops on whole columns of the heatmaps."""
+    for the next smaller one that fits (:func:`take_whole`). A hold so stops on whole columns of
+    the heatmaps."""
     from playground.run.train import finished_summary
 
     todo = [p for p in plan(runs) if p.error is None and finished_summary(p.out) is None]
@@ -176,13 +182,7 @@ def whole_columns(runs: list[list[str]], gpus: int, per_gpu: int, deadline: floa
         columns.setdefault(key, []).append(run)
     groups = [(f"{panel} {size}".strip(), group)
               for (_, size, panel), group in sorted(columns.items())]
-    count, where = hold_gpus(gpus)
-    taken, chosen, passed = whole_cells(groups, count, per_gpu, deadline, margin)
-    print(f"whole=true: {len(taken)} of the {len(groups)} columns with runs to do end whole by "
-          f"deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its estimate: "
-          f"{', '.join(taken) or 'none'}"
-          + (f"; passed over: {', '.join(passed)}" if passed else ""))
-    return [run.overrides for run in chosen]
+    return take_whole(groups, "columns", gpus, per_gpu, deadline, margin)
 
 
 def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1,
