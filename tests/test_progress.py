@@ -244,6 +244,29 @@ def test_a_local_sweep_with_a_deadline_starts_only_the_runs_that_end_in_time(
     assert (1, 2) in asked  # seed 1 was first held against a GPU shared with seed 0: 40 s
 
 
+def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(
+        tmp_path, monkeypatch):
+    """``PLAYGROUND_HOST_RUNS`` (the runs whose loader workers share the host's cores) is the
+    runs that may run from a run's start on, not the launch's slots: seed 2 is expected in time
+    only alone on the GPU, so it starts once seeds 0 and 1 have ended, and counts itself alone."""
+    from playground.run.device import HOST_RUNS
+
+    real, hosts = subprocess.Popen, {}
+
+    def quick(command, env, **kw):
+        hosts[next(a for a in command if a.startswith("seed="))] = env[HOST_RUNS]
+        return real([sys.executable, "-c", "import time; time.sleep(0.3)"], env=env, **kw)
+
+    monkeypatch.setattr(launch.subprocess, "Popen", quick)
+    runs = [["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+            for s in range(3)]
+    def wall(config, sharing):
+        return 1.0 if config.seed < 2 or sharing == 1 else 99.0
+
+    assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=2, deadline=50.0, wall=wall) == 0
+    assert hosts == {"seed=0": "2", "seed=1": "2", "seed=2": "1"}
+
+
 def test_a_deadline_sweep_learns_from_its_finished_runs(tmp_path, monkeypatch, capsys):
     """The same sweep, where finished runs count whatever their length: the first run takes a
     fraction of its estimate, so the rest of its kind are expected to take that fraction (× the

@@ -430,8 +430,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     failures = report_not_launched(planned, log_dir)
     slots = Slots(_device_ids(gpus), per_gpu, deadline, wall,
                   lambda line: print(line, flush=True), margin)
-    # runs at once: each run's automatic loader workers take its share of the cores
-    at_once = len(slots.free)
+    at_once = len(slots.free)  # the runs at once
     queue = in_launch_order([p for p in planned if p.error is None], at_once)
     total, durations, began, active = len(queue), [], time.monotonic(), {}
     guarded, stopped, halted = began, {}, set()  # the guard's last look, GPU -> its last stop,
@@ -449,7 +448,11 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                     queue, time.monotonic() - began)) is not None:
                 run, (_, gpu, sharing) = queue.pop(start[0]), start
                 slots.take(gpu, run, time.monotonic() - began)
-                env = {**os.environ, HOST_RUNS: str(at_once),
+                # the runs that may share the host from now on: its automatic loader workers
+                # take their share of the cores (the runs started earlier had a smaller one, so
+                # together they stay within the cores), a run of the launch's tail a larger one
+                host = min(at_once, len(active) + 1 + len(queue))
+                env = {**os.environ, HOST_RUNS: str(host),
                        **({"CUDA_VISIBLE_DEVICES": gpu} if gpus else {})}
                 # closed when it ends
                 log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115
