@@ -237,17 +237,22 @@ class Slots:
 
     def expected(self, run: Planned, sharing: int) -> float:
         """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
-        once runs of its kind have finished, its estimate (``wall`` less the margin) × their
-        largest measured ratio × ``CALIBRATED_MARGIN``."""
+        once runs of its kind have finished, its estimate (:meth:`estimated`) × their largest
+        measured ratio × ``CALIBRATED_MARGIN``."""
+        estimated, ratio = self.estimated(run, sharing), self.ratios.get(_kind(run.config))
+        return (self.walls[(id(run), sharing)] if ratio is None
+                else estimated * ratio * CALIBRATED_MARGIN)
+
+    def estimated(self, run: Planned, sharing: int) -> float:
+        """Seconds ``run`` is estimated to take with ``sharing`` runs on its GPU: ``wall`` less
+        the margin; inf without an estimate."""
         key = (id(run), sharing)
         if key not in self.walls:
             try:
                 self.walls[key] = self.wall(run.config, sharing)
             except (ValueError, KeyError, AttributeError):  # no estimate: never in time
                 self.walls[key] = math.inf
-        ratio = self.ratios.get(_kind(run.config))
-        return self.walls[key] if ratio is None else (
-            self.walls[key] / self.margin * ratio * CALIBRATED_MARGIN)
+        return self.walls[key] / self.margin
 
     def next_start(self, queue: list[Planned], elapsed: float) -> tuple[int, str, int] | None:
         """The queue's first run that may start ``elapsed`` seconds after the launch, its slot
@@ -277,14 +282,16 @@ class Slots:
         self.free.append(gpu)
         self.running = [r for r in self.running if r[1] is not run]
 
-    def calibrate(self, run: Planned, sharing: int, took: float) -> None:
-        """Keep the largest measured / estimated ratio of ``run``'s kind (deadline only)."""
-        estimated = self.walls.get((id(run), sharing), math.inf) / self.margin
-        if self.deadline is None or took < CALIBRATE_AFTER_S or not math.isfinite(estimated):
+    def calibrate(self, run: Planned, ratio: float, took: float) -> None:
+        """Keep the largest measured / estimated ``ratio`` of ``run``'s kind (deadline only) of a
+        run that took ``took`` seconds: each stretch of its life over its estimate
+        (:meth:`estimated`) at the runs its GPU had then, summed (:func:`credit_stretch`), so
+        that a run that began alone and was joined by others is held to its estimate shared."""
+        if self.deadline is None or took < CALIBRATE_AFTER_S or not 0 < ratio < math.inf:
             return
         kind = _kind(run.config)
-        if took / estimated > self.ratios.get(kind, 0.0):
-            self.ratios[kind] = took / estimated
+        if ratio > self.ratios.get(kind, 0.0):
+            self.ratios[kind] = ratio
             self.say(f"deadline: {'/'.join(kind)} runs take up to ×{self.ratios[kind]:.2f} of "
                      f"their estimate; the next are expected to take their estimate × "
                      f"{self.ratios[kind] * CALIBRATED_MARGIN:.2f}")
@@ -322,7 +329,7 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float, wall
         running.remove(first)
         now, gpu, run, sharing, took = first
         slots.give(gpu, run)
-        slots.calibrate(run, sharing, took)
+        slots.calibrate(run, 1.0, took)  # each run took its estimate at its start's sharing
 
 
 def whole_cells(groups: list[tuple[str, list[Planned]]], gpus: int, per_gpu: int,
@@ -436,6 +443,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     guarded, stopped, halted = began, {}, set()  # the guard's last look, GPU -> its last stop,
     # and the processes it stopped
     changed = {}  # GPU -> when (epoch seconds) a run last started or ended there
+    credit = {}  # process -> [measured / estimated so far (credit_stretch), since when]
     if total:
         print(f"launching {total} run(s), {min(at_once, total)} at a time; the output of each in "
               f"{log_dir}/<run>.<n>.log"
@@ -446,7 +454,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
         while queue or active:
             while queue and (start := slots.next_start(
                     queue, time.monotonic() - began)) is not None:
-                run, (_, gpu, sharing) = queue.pop(start[0]), start
+                run, (_, gpu, _) = queue.pop(start[0]), start
                 slots.take(gpu, run, time.monotonic() - began)
                 # the runs that may share the host from now on: its automatic loader workers
                 # take their share of the cores (the runs started earlier had a smaller one, so
@@ -458,10 +466,13 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115
                 command = [sys.executable, "-m", "playground.run.train", *run.overrides]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-                active[proc] = (gpu, log, run, time.monotonic(), sharing)
+                credit_stretch(active, credit, gpu, slots)
+                now = time.monotonic()
+                active[proc], credit[proc] = (gpu, log, run, now), [0.0, now]
                 changed[gpu] = time.time()
             for proc in [p for p in active if p.poll() is not None]:
-                gpu, log, run, start, sharing = active.pop(proc)
+                credit_stretch(active, credit, active[proc][0], slots)
+                (gpu, log, run, start), ratio = active.pop(proc), credit.pop(proc)[0]
                 log.close()
                 slots.give(gpu, run)
                 changed[gpu] = time.time()
@@ -474,7 +485,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 failures += proc.returncode != 0
                 durations.append(time.monotonic() - start)
                 if proc.returncode == 0:
-                    slots.calibrate(run, sharing, durations[-1])
+                    slots.calibrate(run, ratio, durations[-1])
                 label = f"{len(durations)}/{total}: {run.out.name}"
                 line = ended(run, proc.returncode, Path(log.name), label, durations[-1])[1]
                 done = progress_text(durations, total, at_once, time.monotonic() - began)
@@ -494,7 +505,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     except KeyboardInterrupt:  # SIGTERM/Ctrl-C: each run checkpoints as preempted; wait for them
         for proc in active:
             proc.send_signal(signal.SIGTERM)
-        for proc, (_, log, run, _, _) in active.items():
+        for proc, (_, log, run, _) in active.items():
             proc.wait()
             log.close()
             record_end(run.out, proc.returncode, Path(log.name))
@@ -506,10 +517,22 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     return failures
 
 
+def credit_stretch(active: dict, credit: dict, gpu: str, slots: Slots) -> None:
+    """Before the runs on ``gpu`` change: add to each of them (``credit``: process -> [its
+    measured / estimated ratio so far, since when]) the stretch since, over its estimate
+    (:meth:`Slots.estimated`) at the runs the GPU has had in it."""
+    now = time.monotonic()
+    here = [proc for proc, item in active.items() if item[0] == gpu]
+    for proc in here:
+        share, since = credit[proc]
+        estimated = max(slots.estimated(active[proc][2], len(here)), 1e-9)
+        credit[proc] = [share + (now - since) / estimated, now]
+
+
 def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float,
           halted: set, changed: dict) -> set:
-    """The deadline guard's look at the ``active`` runs (process -> (GPU, log, run, start,
-    sharing)) but those it stopped before (``halted``): on each GPU not stopped from within
+    """The deadline guard's look at the ``active`` runs (process -> (GPU, log, run, start)) but
+    those it stopped before (``halted``): on each GPU not stopped from within
     ``GUARD_GAP_S`` (``stopped``: GPU -> when), stop (SIGTERM: the run checkpoints as preempted)
     the run :func:`guard_victim` names from the rates since a run last started or ended there
     (``changed``: GPU -> epoch seconds); returns the processes it stopped."""
