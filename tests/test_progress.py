@@ -260,6 +260,7 @@ def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(
     monkeypatch.setattr(launch.subprocess, "Popen", quick)
     runs = [["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
             for s in range(3)]
+
     def wall(config, sharing):
         return 1.0 if config.seed < 2 or sharing == 1 else 99.0
 

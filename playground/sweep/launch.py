@@ -240,8 +240,7 @@ class Slots:
         once runs of its kind have finished, its estimate (:meth:`estimated`) × their largest
         measured ratio × ``CALIBRATED_MARGIN``."""
         estimated, ratio = self.estimated(run, sharing), self.ratios.get(_kind(run.config))
-        return (self.walls[(id(run), sharing)] if ratio is None
-                else estimated * ratio * CALIBRATED_MARGIN)
+        return estimated * ratio * CALIBRATED_MARGIN if ratio else self.walls[(id(run), sharing)]
 
     def estimated(self, run: Planned, sharing: int) -> float:
         """Seconds ``run`` is estimated to take with ``sharing`` runs on its GPU: ``wall`` less
@@ -524,9 +523,9 @@ def credit_stretch(active: dict, credit: dict, gpu: str, slots: Slots) -> None:
     now = time.monotonic()
     here = [proc for proc, item in active.items() if item[0] == gpu]
     for proc in here:
-        share, since = credit[proc]
+        ratio, since = credit[proc]
         estimated = max(slots.estimated(active[proc][2], len(here)), 1e-9)
-        credit[proc] = [share + (now - since) / estimated, now]
+        credit[proc] = [ratio + (now - since) / estimated, now]
 
 
 def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float,
