@@ -289,27 +289,21 @@ def test_a_deadline_sweep_learns_from_its_finished_runs(tmp_path, monkeypatch, c
     assert "not started" not in out
 
 
-def test_a_run_joined_on_its_gpu_is_calibrated_against_its_estimate_shared(monkeypatch):
+def test_a_run_joined_on_its_gpu_is_calibrated_against_its_estimate_shared():
     """Run a starts alone (100 s estimated alone, 200 s with two on the GPU); b joins it at
     10 s, and a ends at 210 s: by its estimates a tenth of it ran alone and the rest shared, so
     its measured / estimated ratio is 0.1 + 200 / 200 = 1.1 (210 s over its alone estimate:
     2.1)."""
     from types import SimpleNamespace
 
-    clock = [0.0]
-    monkeypatch.setattr(launch.time, "monotonic", lambda: clock[0])
     slots = launch.Slots(["0"], 2, deadline=100.0, wall=lambda config, k: 100.0 * k * 1.5,
                          say=lambda _: None, margin=1.5)
     a, b = SimpleNamespace(config=None), SimpleNamespace(config=None)
-    active, credit = {}, {}
-    for proc, run, at in (("pa", a, 0.0), ("pb", b, 10.0)):
-        clock[0] = at
-        launch.credit_stretch(active, credit, "0", slots)
-        active[proc], credit[proc] = ("0", None, run, at), [0.0, at]
-    clock[0] = 210.0
-    launch.credit_stretch(active, credit, "0", slots)
-    assert credit["pa"][0] == pytest.approx(1.1) and credit["pb"][0] == pytest.approx(1.0)
-    slots.calibrate(a, credit["pa"][0], 210.0)
+    slots.take("0", a, 0.0)
+    slots.take("0", b, 10.0)
+    ratio_a, ratio_b = slots.give("0", a, 210.0), slots.give("0", b, 210.0)
+    assert ratio_a == pytest.approx(1.1) and ratio_b == pytest.approx(1.0)
+    slots.calibrate(a, ratio_a, 210.0)
     assert slots.ratios == {("", ""): pytest.approx(1.1)}
 
 
@@ -408,7 +402,7 @@ def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tm
     slots = launch.Slots(["0"], 2, 25.0, wall, say=lambda _: None)
     slots.take("0", runs[0], 0.0)
     assert slots.next_start([runs[1]], 0.0) is None
-    slots.give("0", runs[0])
+    slots.give("0", runs[0], 0.0)
     assert slots.next_start([runs[1]], 0.0) == (0, "0", 1)
 
 

@@ -234,6 +234,7 @@ class Slots:
         self.wall = wall or (lambda config, sharing: expected_wall(config, sharing, margin))
         self.walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> seconds
         self.ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
+        self.credit: dict[int, list[float]] = {}  # run -> [measured / estimated so far, since]
 
     def expected(self, run: Planned, sharing: int) -> float:
         """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
@@ -274,18 +275,33 @@ class Slots:
         return None
 
     def take(self, gpu: str, run: Planned, elapsed: float) -> None:
+        self._credit(gpu, elapsed)
         self.free.remove(gpu)
         self.running.append((gpu, run, elapsed))
+        self.credit[id(run)] = [0.0, elapsed]
 
-    def give(self, gpu: str, run: Planned) -> None:
+    def give(self, gpu: str, run: Planned, elapsed: float) -> float:
+        """Free ``run``'s slot ``elapsed`` seconds after the launch; returns its measured /
+        estimated ratio: each stretch of its life over its estimate (:meth:`estimated`) at the
+        runs its GPU had then, summed, so that a run that began alone and was joined by others
+        is held to its estimate shared."""
+        self._credit(gpu, elapsed)
         self.free.append(gpu)
         self.running = [r for r in self.running if r[1] is not run]
+        return self.credit.pop(id(run))[0]
+
+    def _credit(self, gpu: str, elapsed: float) -> None:
+        """Before the runs on ``gpu`` change: add to each of them the stretch since it was last
+        counted, over its estimate at the runs the GPU has had in it."""
+        here = [run for g, run, _ in self.running if g == gpu]
+        for run in here:
+            ratio, since = self.credit[id(run)]
+            estimated = max(self.estimated(run, len(here)), 1e-9)
+            self.credit[id(run)] = [ratio + (elapsed - since) / estimated, elapsed]
 
     def calibrate(self, run: Planned, ratio: float, took: float) -> None:
-        """Keep the largest measured / estimated ``ratio`` of ``run``'s kind (deadline only) of a
-        run that took ``took`` seconds: each stretch of its life over its estimate
-        (:meth:`estimated`) at the runs its GPU had then, summed (:func:`credit_stretch`), so
-        that a run that began alone and was joined by others is held to its estimate shared."""
+        """Keep the largest measured / estimated ``ratio`` of ``run``'s kind (deadline only; the
+        ratio :meth:`give` returns) of a run that took ``took`` seconds."""
         if self.deadline is None or took < CALIBRATE_AFTER_S or not 0 < ratio < math.inf:
             return
         kind = _kind(run.config)
@@ -327,7 +343,7 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float, wall
         first = min(running, key=lambda r: r[0])
         running.remove(first)
         now, gpu, run, sharing, took = first
-        slots.give(gpu, run)
+        slots.give(gpu, run, now)
         slots.calibrate(run, 1.0, took)  # each run took its estimate at its start's sharing
 
 
@@ -442,7 +458,6 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     guarded, stopped, halted = began, {}, set()  # the guard's last look, GPU -> its last stop,
     # and the processes it stopped
     changed = {}  # GPU -> when (epoch seconds) a run last started or ended there
-    credit = {}  # process -> [measured / estimated so far (credit_stretch), since when]
     if total:
         print(f"launching {total} run(s), {min(at_once, total)} at a time; the output of each in "
               f"{log_dir}/<run>.<n>.log"
@@ -465,15 +480,12 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 log = open(attempt_log(log_dir, run.out.name), "a")  # noqa: SIM115
                 command = [sys.executable, "-m", "playground.run.train", *run.overrides]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-                credit_stretch(active, credit, gpu, slots)
-                now = time.monotonic()
-                active[proc], credit[proc] = (gpu, log, run, now), [0.0, now]
+                active[proc] = (gpu, log, run, time.monotonic())
                 changed[gpu] = time.time()
             for proc in [p for p in active if p.poll() is not None]:
-                credit_stretch(active, credit, active[proc][0], slots)
-                (gpu, log, run, start), ratio = active.pop(proc), credit.pop(proc)[0]
+                gpu, log, run, start = active.pop(proc)
                 log.close()
-                slots.give(gpu, run)
+                ratio = slots.give(gpu, run, time.monotonic() - began)
                 changed[gpu] = time.time()
                 if proc in halted:  # stopped by the guard, resumable: left for a later launch
                     total -= 1
@@ -514,18 +526,6 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     finally:
         signal.signal(signal.SIGTERM, previous)
     return failures
-
-
-def credit_stretch(active: dict, credit: dict, gpu: str, slots: Slots) -> None:
-    """Before the runs on ``gpu`` change: add to each of them (``credit``: process -> [its
-    measured / estimated ratio so far, since when]) the stretch since, over its estimate
-    (:meth:`Slots.estimated`) at the runs the GPU has had in it."""
-    now = time.monotonic()
-    here = [proc for proc, item in active.items() if item[0] == gpu]
-    for proc in here:
-        ratio, since = credit[proc]
-        estimated = max(slots.estimated(active[proc][2], len(here)), 1e-9)
-        credit[proc] = [ratio + (now - since) / estimated, now]
 
 
 def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: float,
