@@ -328,11 +328,29 @@ def test_the_simulated_launch_follows_the_deadline_rule(tmp_path, monkeypatch):
     assert [r.config.seed for r in left] == [2, 3]
 
 
+def test_the_simulated_launch_slows_a_run_for_the_runs_that_join_its_gpu(tmp_path):
+    """Two runs start at once on one GPU: seed 0 takes 10 s alone and 20 s shared by two, seed
+    1 4 s and 8 s. Shared, seed 1 ends at 8 s, when seed 0 has done 8 / 20 of itself; alone it
+    does the other 0.6 in 6 s and ends at 14 s, not at its 10 s alone although it started
+    first and alone."""
+    runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+                        for s in range(2)])
+
+    def wall(config, sharing):
+        return (10.0 if config.seed == 0 else 4.0) * sharing
+
+    started, left = launch.simulate(runs, 1, 2, 100.0, wall, margin=1.0)
+    assert [(r.config.seed, a, round(b, 6)) for r, a, b in started] == [(0, 0.0, 14.0),
+                                                                          (1, 0.0, 8.0)]
+    assert not left
+
+
 def test_a_lower_margin_packs_more_runs_into_the_deadline(tmp_path):
     """The default wall is the estimate × the runs sharing × ``margin``: seeds 0-3 each 10 GPU-s
     (``cost.estimate`` stubbed), so 10 s alone, 20 s shared by two. On one GPU, two at a time,
-    against a 40 s deadline: seed 3 would start at 20 s beside seed 2, expected there 20 × 1.5 =
-    30 s, too late at ×1.5, just in time at ×1.0."""
+    against a 40 s deadline: seeds 0 and 1 end at 20 s; seed 3 would start then beside seed 2,
+    which shared by two is expected there 20 × 1.5 = 30 s, too late at ×1.5, just in time at
+    ×1.0."""
     from unittest import mock
 
     runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]

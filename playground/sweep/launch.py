@@ -324,27 +324,34 @@ def simulate(todo: list[Planned], gpus: int, per_gpu: int, deadline: float, wall
              margin: float = DEADLINE_MARGIN) -> tuple[list[tuple[Planned, float, float]],
                                                        list[Planned]]:
     """The launch ``run_local`` would make of the planned runs ``todo`` with ``deadline`` on
-    ``gpus`` GPUs if every run took its estimate at the sharing it starts with (``wall`` less
-    the margin; so the rescaling of finished runs' kinds, by 1, leaves ``CALIBRATED_MARGIN``):
-    (run, start, end) of each run that would start, in start order, and the runs that would
-    not."""
+    ``gpus`` GPUs if every run took its estimate (``wall`` less the margin) at the runs sharing
+    its GPU from moment to moment: a run with k on its GPU does 1 / (its estimate at k) of itself
+    a second, so a run that starts alone and is joined ends as late as the sharing makes it
+    (the measure :meth:`Slots.give` holds finished runs to, so the rescaling of their kinds, by
+    1, leaves ``CALIBRATED_MARGIN``): (run, start, end) of each run that would start, in start
+    order, and the runs that would not."""
     slots = Slots([str(g) for g in range(gpus)], per_gpu, deadline, wall, lambda _: None, margin)
     queue = in_launch_order(todo, len(slots.free))
-    started, running, now = [], [], 0.0  # running: (end, gpu, run, sharing, took)
+    started, running, now = [], [], 0.0  # running: [run, GPU, index in started, share left]
     while True:
         while queue and (start := slots.next_start(queue, now)) is not None:
-            run, (_, gpu, sharing) = queue.pop(start[0]), start
+            run, gpu = queue.pop(start[0]), start[1]
             slots.take(gpu, run, now)
-            took = slots.walls[(id(run), sharing)] / margin
-            running.append((now + took, gpu, run, sharing, took))
-            started.append((run, now, now + took))
+            running.append([run, gpu, len(started), 1.0])
+            started.append((run, now, now))
         if not running:
             return started, queue
-        first = min(running, key=lambda r: r[0])
-        running.remove(first)
-        now, gpu, run, sharing, took = first
-        slots.give(gpu, run, now)
-        slots.calibrate(run, 1.0, took)  # each run took its estimate at its start's sharing
+        here = {gpu: sum(r[1] == gpu for r in running) for _, gpu, _, _ in running}
+        seconds = [slots.estimated(run, here[gpu]) for run, gpu, _, _ in running]
+        step = min(r[3] * t for r, t in zip(running, seconds))
+        now += step
+        for r, t in zip(running, seconds):
+            r[3] -= step / t
+        for r in [r for r, t in zip(running, seconds) if r[3] * t <= 1e-9 * max(now, 1.0)]:
+            running.remove(r)
+            run, gpu, i, _ = r
+            slots.calibrate(run, slots.give(gpu, run, now), now - started[i][1])
+            started[i] = (run, started[i][1], now)
 
 
 def whole_cells(groups: list[tuple[str, list[Planned]]], gpus: int, per_gpu: int,
