@@ -1,0 +1,65 @@
+#!/bin/bash
+# A sweep on a machine lent for one hold, driven by calls of at most SECONDS each:
+#   bash docs/bench/hold.sh start SECONDS HOLD_LEFT_S SWEEP [ARG ...]
+#   bash docs/bench/hold.sh poll SECONDS
+# start: copy the repository (the working tree that travelled) to /tmp/head, install the wheels of
+#   .whl (if any), and start detached `playground-sweep SWEEP ARG ... launcher=local gpus=<all>
+#   deadline=<s>`, the deadline being HOLD_LEFT_S (the seconds of the hold the launch may use,
+#   from this call's start) less the set-up and MARGIN_S (default 60 s, so that the records come
+#   back); ARG holds the rest (scale=, root=, per_gpu=, margin=, whole=true, results=, ...). Beside
+#   it a packer, every 20 s: the finished new run records under results/ (checkpoints left out)
+#   into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
+# both: copy the report folder to $OUT (default /tmp/hold/out) every 10 s until SECONDS have
+#   passed or the launch is done, then print the launch's last lines and each new run's last
+#   training row. poll on a machine without a launch (the hold was lost): say so, exit 3.
+# Run the dry run first, here: the same SWEEP ARG ... with gpus=<the machine's> deadline=<s>
+# dry_run=true. Records: copy this call sequence into the dated folder of the campaign.
+# HOLD_NO_INSTALL=1: the project is importable already (a trial on a development machine).
+set -u
+ROOT=/tmp/hold R=/tmp/hold/report MARGIN_S=${MARGIN_S:-60}
+OUT=${OUT:-$ROOT/out}
+end=$((SECONDS + $2))
+export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site
+if [ "$1" = poll ] && [ ! -e $ROOT/marker ]; then echo "bare machine: nothing to poll"; exit 3; fi
+if [ "$1" = start ]; then
+  hold_left=$3; shift 3
+  echo $(($(date +%s) + hold_left)) > /tmp/hold_end
+  mkdir -p $R /tmp/head "$OUT" && touch $ROOT/marker
+  tar cf - --exclude=./.whl . | tar xf - -C /tmp/head
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site
+  fi
+  gpus=$(nvidia-smi -L 2> /dev/null | wc -l)
+  { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; cat /proc/uptime
+    python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > $R/gpu.txt 2>&1
+  cd /tmp/head
+  [ -n "${HOLD_NO_INSTALL:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null
+  deadline=$(($(cat /tmp/hold_end) - $(date +%s) - MARGIN_S))
+  args="$* launcher=local deadline=$deadline"
+  [ "$gpus" -gt 0 ] && args="$args gpus=$gpus"
+  echo "launch at $(date -u +%FT%TZ): playground-sweep $args" > $R/launch.log
+  setsid nohup bash -c "python3 -m playground.sweep.cli $args >> $R/launch.log 2>&1;
+      rc=\$?; echo \"launch ended at \$(date -u +%FT%TZ), rc \$rc\" >> $R/launch.log; touch $ROOT/done" \
+    > /dev/null 2>&1 < /dev/null &
+  setsid nohup bash -c 'cd /tmp/head; while sleep 20; do
+    done=$(find results -name summary.json -newer '$ROOT'/marker \
+           -exec grep -l "\"status\": \"finished\"" {} + 2> /dev/null | xargs -r -n1 dirname)
+    [ -n "$done" ] && tar czf '$R'/.runs.tgz --exclude=checkpoints $done 2> /dev/null &&
+      mv '$R'/.runs.tgz '$R'/runs.tgz
+    logs=$(find results \( -path "*/.*logs/*" -o -name train.log \) -newer '$ROOT'/marker 2> /dev/null)
+    [ -n "$logs" ] && tar czf '$R'/.logs.tgz $logs 2> /dev/null && mv '$R'/.logs.tgz '$R'/logs.tgz
+    nvidia-smi --query-gpu=utilization.gpu,memory.used,power.draw,clocks.sm --format=csv,noheader \
+      >> '$R'/smi.csv 2> /dev/null; uptime >> '$R'/load.txt
+  done' > /dev/null 2>&1 < /dev/null &
+  cd - > /dev/null
+fi
+while [ $SECONDS -lt $end ] && [ ! -e $ROOT/done ]; do sleep 10; cp $R/* "$OUT"/ 2> /dev/null; done
+[ -e $ROOT/done ] && [ $SECONDS -le $((end - 25)) ] && sleep 25  # the packer's last round
+cp $R/* "$OUT"/ 2> /dev/null
+tail -15 $R/launch.log
+find /tmp/head/results -name metrics.jsonl -newer $ROOT/marker 2> /dev/null | while read -r f; do
+  echo "$(basename "$(dirname "$f")") $(grep '"train"' "$f" | tail -1 | cut -c1-120)"
+done
+echo "hold left: $(($(cat /tmp/hold_end) - $(date +%s))) s"
