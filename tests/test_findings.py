@@ -161,6 +161,11 @@ def _write_run(root: Path, variant: str, seed: int, acc: float, base: dict) -> N
     summary = {"status": "finished", "config_hash": config_hash(config), "metrics": {"acc": acc},
                "primary": acc, "primary_metric": "acc"}
     (d / "summary.json").write_text(json.dumps(summary))
+    # evaluations at steps 100 and 200 (seed 0 also at 300), reaching the final value
+    evals = [(100, acc / 2), (200, acc)] + [(300, acc)] * (seed == 0)
+    (d / "metrics.jsonl").write_text("".join(
+        json.dumps({"split": "train", "step": t, "loss": 1.0}) + "\n"
+        + json.dumps({"split": "eval", "step": t, "acc": v}) + "\n" for t, v in evals))
 
 
 @pytest.fixture(scope="module")
@@ -228,9 +233,30 @@ def test_the_report_command_writes_the_table_and_a_figure(synthetic, tmp_path):
 
     root, spec, _ = synthetic
     main(["findings", str(root), f"spec={spec}", f"out={tmp_path}"])
-    assert (tmp_path / "findings_1.png").exists()
+    assert (tmp_path / "findings_1.png").exists() and (tmp_path / "findings_1_curves.png").exists()
     md = (tmp_path / "findings.md").read_text()
     assert "| 1 | good beats base | p " in md and "**holds**" in md and "**untested**" in md
+
+
+def test_the_curves_draw_each_seed_and_the_mean_at_the_steps_all_seeds_share(synthetic):
+    """F-good's panel: per side a thin line per seed (seed 0 to step 300) and a thick line of
+    the mean at steps 100 and 200 only, in percent; a table of other findings is refused."""
+    root, spec, table = synthetic
+    frame, _ = check_integrity(load_runs(root))
+    findings, table = fnd.load_findings(spec), table.reset_index()
+    fig = fnd.curves(findings, frame, table, "1")
+    ax = fig.axes[0]
+    assert ax.get_title().startswith("F-good")
+    thick = {line.get_label(): line for line in ax.get_lines() if line.get_linewidth() == 2}
+    assert list(thick["good"].get_xdata()) == [100, 200]
+    assert list(thick["good"].get_ydata()) == pytest.approx([100 * 0.8767 / 2, 100 * 0.8767],
+                                                            abs=0.01)
+    thin = [line for line in ax.get_lines() if line.get_linewidth() == 0.7]
+    assert sorted(len(line.get_xdata()) for line in thin) == [2, 2, 2, 2, 3, 3]
+    title = fig.get_suptitle()
+    assert title.startswith("Result 1 over training") and "without runs" not in title
+    with pytest.raises(ValueError, match="not evaluate's table"):
+        fnd.curves(findings[:2], frame, table, "1")
 
 
 def test_several_runs_of_one_seed_are_refused(synthetic, tmp_path):

@@ -391,7 +391,8 @@ def cmd_site(args: Args) -> int:
 
 def cmd_findings(args: Args) -> int:
     """The findings of sweeps/findings.yaml (or spec=) read from the runs under RESULTS:
-    findings.csv, findings.md and one figure per paper result (findings_<result>.png)."""
+    findings.csv, findings.md and two figures per paper result: the final values
+    (findings_<result>.png) and the values over training (findings_<result>_curves.png)."""
     from playground.report import findings as fnd
 
     spec = fnd.load_findings(Path(args["spec"]) if args["spec"] else fnd.SPEC, args["results"])
@@ -412,9 +413,12 @@ def cmd_findings(args: Args) -> int:
         import matplotlib.pyplot as plt
 
         for result in table["result"].unique():
-            fig = fnd.figure(table, result)
-            save_figure(fig, out / f"findings_{result}")
-            plt.close(fig)
+            drawings = {"": lambda r: fnd.figure(table, r),
+                        "_curves": lambda r: fnd.curves(spec, frame, table, r)}
+            for name, draw in drawings.items():
+                fig = draw(result)
+                save_figure(fig, out / f"findings_{result}{name}")
+                plt.close(fig)
     counts = table["verdict"].value_counts()
     decided = table[(table["verdict_fw"] != "") & (table["verdict"] != "inconclusive")]
     kept = int((decided["verdict_fw"] == decided["verdict"]).sum())

@@ -619,24 +619,16 @@ def figure(table: pd.DataFrame, result: str):
     the chance level dashed, the verdict in the title (° where it is not kept family-wise),
     accuracies on one 0–100 % axis (a few points apart near chance look as small as they are);
     the cells without a run are counted in the figure's title, not drawn."""
-    import matplotlib.pyplot as plt
-
     rows = table[table["result"] == result]
-    drawn = [r for _, r in rows.iterrows() if _seed_values(r, "a") or _seed_values(r, "b")]
-    cols = min(max(len(drawn), 1), FIGURE_COLUMNS)
-    lines = -(-max(len(drawn), 1) // cols)
-    fig, axes = plt.subplots(lines, cols, figsize=(2.6 * cols, 3.6 * lines), squeeze=False)
-    for ax in axes.flat[len(drawn):]:
-        ax.axis("off")
-    if not drawn:
-        axes[0][0].text(0.5, 0.5, "no runs yet", ha="center", va="center", fontsize=8)
-    for ax, r in zip(axes.flat, drawn):
+    drawn = [r for _, r in rows.iterrows() if _drawn(r)]
+    fig, axes = _grid(len(drawn), 3.6)
+    for ax, r in zip(axes, drawn):
         percent = "acc" in r["metric"]
         scale = 100 if percent else 1
         for x, side in enumerate(("a", "b")):
             values = [scale * v for v in _seed_values(r, side)]
             if values:
-                ax.bar(x, np.mean(values), width=0.6, color=("#9aa5b1", "#2b6cb0")[x], alpha=0.8)
+                ax.bar(x, np.mean(values), width=0.6, color=SIDE_COLOURS[x], alpha=0.8)
                 ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))],
                            values, color="black", s=14, zorder=3)
             else:
@@ -653,13 +645,89 @@ def figure(table: pd.DataFrame, result: str):
         ax.tick_params(axis="y", labelsize=7)
         if percent:
             ax.set_ylim(0, 100)
-        ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']}"
-                     f"{'°' if _not_kept(r) else ''} (n = {r['seeds_a']} / {r['seeds_b']})",
-                     fontsize=7)
-    untested = len(rows) - len(drawn)
-    fig.suptitle(f"Result {result} (points: seeds; bar: mean)"
-                 + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
-                    if untested else "")
+        _cell_title(ax, r)
+    return _titled(fig, f"Result {result} (points: seeds; bar: mean)", len(rows), drawn)
+
+
+def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, result: str):
+    """Result ``result``'s findings over training, the cells :func:`figure` draws: each side's
+    metric at every evaluation of its finished runs (``metrics.jsonl``), a thin line per seed
+    and a thick one for their mean at the steps every seed has, the chance level dashed. What a
+    verdict at a small budget needs beside it: whether a side was still moving when training
+    ended, which the final values alone do not show. ``table`` is :func:`evaluate`'s of
+    ``findings`` on ``frame`` (its rows in the order of the findings' cells)."""
+    from playground.run.rundir import MetricsLog
+
+    cells = [(finding, cell) for finding in findings for cell in finding.cells]
+    if len(cells) != len(table):
+        raise ValueError(f"{len(table)} rows for {len(cells)} finding cells: not evaluate's "
+                         "table of these findings")
+    rows = table[table["result"] == result]
+    drawn = [(finding, cell, r) for (finding, cell), (_, r) in zip(cells, table.iterrows())
+             if r["result"] == result and _drawn(r)]
+    fig, axes = _grid(len(drawn), 3.2)
+    for ax, (finding, cell, r) in zip(axes, drawn):
+        metric, scale = r["metric"], (100 if "acc" in r["metric"] else 1)
+        for x, side in enumerate(finding.sides):
+            runs = side_runs(frame, side, cell, finding.seeds)
+            series = []
+            for _, run in runs[runs["status"] == "finished"].sort_values("seed").iterrows():
+                evals = {rec["step"]: rec[metric] for rec in
+                         MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records()
+                         if rec.get("split") == "eval" and metric in rec}
+                if evals:
+                    series.append(evals)
+                    ax.plot(sorted(evals), [scale * evals[t] for t in sorted(evals)],
+                            color=SIDE_COLOURS[x], lw=0.7, alpha=0.6)
+            shared = sorted(set.intersection(*map(set, series))) if series else []
+            ax.plot(shared, [scale * np.mean([s[t] for s in series]) for t in shared],
+                    color=SIDE_COLOURS[x], lw=2, label=r.get(f"label_{'ab'[x]}", side.variant))
+        if pd.notna(r["chance"]) and r["chance"] is not None:
+            ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
+        ax.set_xlabel("step", fontsize=7)
+        ax.set_ylabel(f"{metric} ({'%' if scale == 100 else 'lower is better'})", fontsize=7)
+        ax.tick_params(labelsize=7)
+        if scale == 100:
+            ax.set_ylim(0, 100)
+        ax.legend(fontsize=5, loc="best")
+        _cell_title(ax, r)
+    return _titled(fig, f"Result {result} over training (thin: seeds; thick: their mean; "
+                        "dashed: chance)", len(rows), [r for _, _, r in drawn])
+
+
+SIDE_COLOURS = ("#9aa5b1", "#2b6cb0")  # side A, side B
+
+
+def _drawn(row: pd.Series) -> bool:
+    return bool(_seed_values(row, "a") or _seed_values(row, "b"))
+
+
+def _grid(count: int, height: float):
+    """A figure of ``count`` panels, at most ``FIGURE_COLUMNS`` a row, and its panels in order
+    (the unused ones hidden; "no runs yet" where there are none)."""
+    import matplotlib.pyplot as plt
+
+    cols = min(max(count, 1), FIGURE_COLUMNS)
+    lines = -(-max(count, 1) // cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(2.6 * cols, height * lines), squeeze=False)
+    for ax in axes.flat[count:]:
+        ax.axis("off")
+    if not count:
+        axes[0][0].text(0.5, 0.5, "no runs yet", ha="center", va="center", fontsize=8)
+    return fig, list(axes.flat)
+
+
+def _cell_title(ax, r: pd.Series) -> None:
+    ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']}"
+                 f"{'°' if _not_kept(r) else ''} (n = {r['seeds_a']} / {r['seeds_b']})",
+                 fontsize=7)
+
+
+def _titled(fig, title: str, cells: int, drawn: list[pd.Series]):
+    """``fig`` with its title: ``title``, the cells without runs (of ``cells``) counted, ° noted."""
+    untested = cells - len(drawn)
+    fig.suptitle(title + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
+                          if untested else "")
                  + ("; ° inconclusive family-wise" if any(_not_kept(r) for r in drawn) else ""),
                  fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # room for the title
