@@ -432,3 +432,5 @@ def test_the_paper_cell_findings_are_the_reports_output():
     block = re.search(r"<!-- findings:begin -->\n(.*?)<!-- findings:end -->",
                       (ROOT / "results" / "paper" / "README.md").read_text(), re.S)
     assert block and block.group(1) == fnd.summary(table), "regenerate with playground-report"
+    # one evaluation a run (at the end): nothing to draw over training
+    assert fnd.curves(findings, frame, table, "2") is None

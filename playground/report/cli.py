@@ -392,7 +392,8 @@ def cmd_site(args: Args) -> int:
 def cmd_findings(args: Args) -> int:
     """The findings of sweeps/findings.yaml (or spec=) read from the runs under RESULTS:
     findings.csv, findings.md and two figures per paper result: the final values
-    (findings_<result>.png) and the values over training (findings_<result>_curves.png)."""
+    (findings_<result>.png) and the values over training (findings_<result>_curves.png, where
+    a run was evaluated more than once)."""
     from playground.report import findings as fnd
 
     spec = fnd.load_findings(Path(args["spec"]) if args["spec"] else fnd.SPEC, args["results"])
@@ -416,9 +417,10 @@ def cmd_findings(args: Args) -> int:
             drawings = {"": lambda r: fnd.figure(table, r),
                         "_curves": lambda r: fnd.curves(spec, frame, table, r)}
             for name, draw in drawings.items():
-                fig = draw(result)
-                save_figure(fig, out / f"findings_{result}{name}")
-                plt.close(fig)
+                fig = draw(result)  # None: nothing to draw (no run evaluated twice)
+                if fig is not None:
+                    save_figure(fig, out / f"findings_{result}{name}")
+                    plt.close(fig)
     counts = table["verdict"].value_counts()
     decided = table[(table["verdict_fw"] != "") & (table["verdict"] != "inconclusive")]
     kept = int((decided["verdict_fw"] == decided["verdict"]).sum())

@@ -655,7 +655,10 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
     and a thick one for their mean at the steps every seed has, the chance level dashed. What a
     verdict at a small budget needs beside it: whether a side was still moving when training
     ended, which the final values alone do not show. ``table`` is :func:`evaluate`'s of
-    ``findings`` on ``frame`` (its rows in the order of the findings' cells)."""
+    ``findings`` on ``frame`` (its rows in the order of the findings' cells). None where no run
+    has more than one evaluation (nothing to draw over training)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     from playground.run.rundir import MetricsLog
 
     cells = [(finding, cell) for finding in findings for cell in finding.cells]
@@ -665,27 +668,35 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
     rows = table[table["result"] == result]
     drawn = [(finding, cell, r) for (finding, cell), (_, r) in zip(cells, table.iterrows())
              if r["result"] == result and _drawn(r)]
+    # per drawn cell, per side: each finished run's {step: metric at that evaluation}
+    series = [[[{rec["step"]: rec[r["metric"]]
+                 for rec in MetricsLog(Path(d) / "metrics.jsonl").records()
+                 if rec.get("split") == "eval" and r["metric"] in rec}
+                for d in runs[runs["status"] == "finished"].sort_values("seed")["run_dir"]]
+               for runs in (side_runs(frame, side, cell, finding.seeds)
+                            for side in finding.sides)]
+              for finding, cell, r in drawn]
+    if all(len(evals) < 2 for cell in series for side in cell for evals in side):
+        return None
     fig, axes = _grid(len(drawn), 3.2)
-    for ax, (finding, cell, r) in zip(axes, drawn):
-        metric, scale = r["metric"], (100 if "acc" in r["metric"] else 1)
-        for x, side in enumerate(finding.sides):
-            runs = side_runs(frame, side, cell, finding.seeds)
-            series = []
-            for _, run in runs[runs["status"] == "finished"].sort_values("seed").iterrows():
-                evals = {rec["step"]: rec[metric] for rec in
-                         MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records()
-                         if rec.get("split") == "eval" and metric in rec}
-                if evals:
-                    series.append(evals)
-                    ax.plot(sorted(evals), [scale * evals[t] for t in sorted(evals)],
-                            color=SIDE_COLOURS[x], lw=0.7, alpha=0.6)
-            shared = sorted(set.intersection(*map(set, series))) if series else []
-            ax.plot(shared, [scale * np.mean([s[t] for s in series]) for t in shared],
-                    color=SIDE_COLOURS[x], lw=2, label=r.get(f"label_{'ab'[x]}", side.variant))
+    for ax, (finding, _, r), cell in zip(axes, drawn, series):
+        scale = 100 if "acc" in r["metric"] else 1
+        for x, (side, runs) in enumerate(zip(finding.sides, cell)):
+            runs = [evals for evals in runs if evals]
+            for evals in runs:
+                ax.plot(sorted(evals), [scale * evals[t] for t in sorted(evals)],
+                        color=SIDE_COLOURS[x], lw=0.7, alpha=0.6, marker=".", ms=3)
+            shared = sorted(set.intersection(*map(set, runs))) if runs else []
+            ax.plot(shared, [scale * np.mean([evals[t] for evals in runs]) for t in shared],
+                    color=SIDE_COLOURS[x], lw=2, marker="o", ms=3,
+                    label=r.get(f"label_{'ab'[x]}", side.variant))
         if pd.notna(r["chance"]) and r["chance"] is not None:
             ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
         ax.set_xlabel("step", fontsize=7)
-        ax.set_ylabel(f"{metric} ({'%' if scale == 100 else 'lower is better'})", fontsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        ax.set_ylabel(f"{r['metric']} ({'%' if scale == 100 else 'lower is better'})",
+                      fontsize=7)
         ax.tick_params(labelsize=7)
         if scale == 100:
             ax.set_ylim(0, 100)
