@@ -399,7 +399,15 @@ def test_whole_columns_take_a_panels_sizes_smallest_model_first(tmp_path, capsys
                                                           "p2_2L64D_1"]
     said = capsys.readouterr().out
     assert "2 of the 4 columns" in said
-    assert "p1 2L64D, p2 2L64D; passed over: p1 4L64D, p2 4L64D" in said
+    assert ("p1 2L64D, p2 2L64D; passed over: p1 4L64D (20 s by itself), p2 4L64D (20 s by "
+            "itself)") in said and "even by themselves" not in said
+    # by 15 s: p1 2L64D's one run ends in time; the other columns, 20 s each, never could
+    with mock.patch("playground.sweep.cost.estimate",
+                    lambda config, sharing: SimpleNamespace(gpu_s=10.0)):
+        chosen = cli.whole_columns(runs, 1, 1, 15.0, margin=1.0)
+    assert [o[-1].rpartition("/")[2] for o in chosen] == ["p1_2L64D_1"]
+    assert ("3 of the passed over would not end whole by the deadline even by themselves: "
+            "p2 2L64D, p1 4L64D, p2 4L64D") in capsys.readouterr().out
 
 
 def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tmp_path):

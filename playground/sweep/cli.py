@@ -8,6 +8,7 @@ file format and ``playground.sweep.launch`` for the launchers.
 from __future__ import annotations
 
 import dataclasses
+import math
 import subprocess
 import sys
 
@@ -155,13 +156,26 @@ def take_whole(groups: list, what: str, gpus: int, per_gpu: int, deadline: float
                margin: float) -> list[list[str]]:
     """``whole=true``: of ``groups`` (a label and its planned runs), the ones whose runs all end
     by ``deadline`` on the hold's GPUs (``launch.whole_cells``); says which ``what`` are taken
-    and which passed over, and returns their runs' overrides."""
+    and which passed over, each of these with the seconds its runs would take by themselves
+    (``launch.simulate``), and how many of them would not end whole even so; returns the
+    taken runs' overrides."""
     count, where = hold_gpus(gpus)
     taken, runs, passed = whole_cells(groups, count, per_gpu, deadline, margin)
+    alone = {label: group for label, group in groups if label in passed}
+    seconds = {label: max((end for _, _, end in simulate(group, count, per_gpu, math.inf,
+                                                         margin=margin)[0]), default=0.0)
+               for label, group in alone.items()}
+    never = [label for label, group in alone.items()
+             if not whole_cells([(label, group)], count, per_gpu, deadline, margin)[0]]
     print(f"whole=true: {len(taken)} of the {len(groups)} {what} with runs to do end "
           f"whole by deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "
           f"estimate: {', '.join(taken) or 'none'}"
-          + (f"; passed over: {', '.join(passed)}" if passed else ""))
+          + ("; passed over: " + ", ".join(f"{label} ({seconds[label]:,.0f} s by itself)"
+                                           for label in passed) if passed else ""))
+    if never:
+        print(f"whole=true: {len(never)} of the passed over would not end whole by the deadline "
+              f"even by themselves: {', '.join(never)}; whole=false runs their runs over "
+              "several launches, each run in one")
     return [run.overrides for run in runs]
 
 
