@@ -414,10 +414,9 @@ def cmd_findings(args: Args) -> int:
         import matplotlib.pyplot as plt
 
         for result in table["result"].unique():
-            drawings = {"": lambda r: fnd.figure(table, r),
-                        "_curves": lambda r: fnd.curves(spec, frame, table, r)}
-            for name, draw in drawings.items():
-                fig = draw(result)  # None: nothing to draw (no run evaluated twice)
+            figures = {"": fnd.figure(table, result),
+                       "_curves": fnd.curves(spec, frame, table, result)}  # None: nothing to draw
+            for name, fig in figures.items():
                 if fig is not None:
                     save_figure(fig, out / f"findings_{result}{name}")
                     plt.close(fig)

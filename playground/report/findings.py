@@ -623,8 +623,7 @@ def figure(table: pd.DataFrame, result: str):
     drawn = [r for _, r in rows.iterrows() if _drawn(r)]
     fig, axes = _grid(len(drawn), 3.6)
     for ax, r in zip(axes, drawn):
-        percent = "acc" in r["metric"]
-        scale = 100 if percent else 1
+        scale = _scale(r)
         for x, side in enumerate(("a", "b")):
             values = [scale * v for v in _seed_values(r, side)]
             if values:
@@ -634,17 +633,13 @@ def figure(table: pd.DataFrame, result: str):
             else:
                 ax.text(x, 0.02, "no run", ha="center", va="bottom", fontsize=7,
                         transform=ax.get_xaxis_transform())
+        _value_axis(ax, r, scale)
         if pd.notna(r["chance"]) and r["chance"] is not None:
-            ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
             ax.text(1.45, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="right",
                     va="bottom")
         # a table without labels (written before they were): the variant names
         ax.set_xticks([0, 1], [_wrap(r.get(f"label_{s}", r[s])) for s in "ab"], fontsize=6)
         ax.set_xlim(-0.6, 1.6)  # both sides' places, also where one has no run
-        ax.set_ylabel(f"{r['metric']} ({'%' if percent else 'lower is better'})", fontsize=7)
-        ax.tick_params(axis="y", labelsize=7)
-        if percent:
-            ax.set_ylim(0, 100)
         _cell_title(ax, r)
     return _titled(fig, f"Result {result} (points: seeds; bar: mean)", len(rows), drawn)
 
@@ -680,26 +675,22 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
         return None
     fig, axes = _grid(len(drawn), 3.2)
     for ax, (finding, _, r), cell in zip(axes, drawn, series):
-        scale = 100 if "acc" in r["metric"] else 1
+        scale = _scale(r)
         for x, (side, runs) in enumerate(zip(finding.sides, cell)):
             runs = [evals for evals in runs if evals]
             for evals in runs:
-                ax.plot(sorted(evals), [scale * evals[t] for t in sorted(evals)],
+                steps = sorted(evals)
+                ax.plot(steps, [scale * evals[t] for t in steps],
                         color=SIDE_COLOURS[x], lw=0.7, alpha=0.6, marker=".", ms=3)
             shared = sorted(set.intersection(*map(set, runs))) if runs else []
             ax.plot(shared, [scale * np.mean([evals[t] for evals in runs]) for t in shared],
                     color=SIDE_COLOURS[x], lw=2, marker="o", ms=3,
                     label=r.get(f"label_{'ab'[x]}", side.variant))
-        if pd.notna(r["chance"]) and r["chance"] is not None:
-            ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
+        _value_axis(ax, r, scale)
         ax.set_xlabel("step", fontsize=7)
         ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
-        ax.set_ylabel(f"{r['metric']} ({'%' if scale == 100 else 'lower is better'})",
-                      fontsize=7)
-        ax.tick_params(labelsize=7)
-        if scale == 100:
-            ax.set_ylim(0, 100)
+        ax.tick_params(axis="x", labelsize=7)
         ax.legend(fontsize=5, loc="best")
         _cell_title(ax, r)
     return _titled(fig, f"Result {result} over training (thin: seeds; thick: their mean; "
@@ -707,6 +698,21 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
 
 
 SIDE_COLOURS = ("#9aa5b1", "#2b6cb0")  # side A, side B
+
+
+def _scale(r: pd.Series) -> int:
+    """100 for an accuracy (drawn in percent), else 1."""
+    return 100 if "acc" in r["metric"] else 1
+
+
+def _value_axis(ax, r: pd.Series, scale: int) -> None:
+    """A cell's value axis: the chance level dashed, the metric named, accuracies on 0–100 %."""
+    if pd.notna(r["chance"]) and r["chance"] is not None:
+        ax.axhline(scale * r["chance"], color="#c53030", ls="--", lw=1)
+    ax.set_ylabel(f"{r['metric']} ({'%' if scale == 100 else 'lower is better'})", fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+    if scale == 100:
+        ax.set_ylim(0, 100)
 
 
 def _drawn(row: pd.Series) -> bool:
