@@ -4,6 +4,7 @@ finding still needs, and the generated tables in the READMEs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -218,6 +219,26 @@ def test_sides_are_named_from_their_records_unless_they_read_alike(synthetic):
     assert fnd._label(mimetic) == "Mamba2 + conv1d, mimetic init"
 
 
+def test_a_side_is_named_from_its_runs_in_any_cell():
+    """One name a side in every cell of a finding: side b has a run in another panel only."""
+    arch = {"record.arch.mixer": "attention", "record.arch.position": "rope",
+            "record.canon.details": [], "record.canon.residual": True}
+    frame = pd.DataFrame([
+        {"config.sweep": "s_mini", "config.variant": "plain", "config.panel": "p",
+         "status": "finished", "seed": 0, **arch, "record.canon.positions": ""},
+        {"config.sweep": "s_mini", "config.variant": "canon", "config.panel": "q",
+         "status": "finished", "seed": 0, **arch, "record.canon.positions": "ABCD"},
+        {"config.sweep": "s_mini", "config.variant": "other", "config.panel": "p",
+         "status": "failed", "seed": 0, **arch, "record.canon.positions": "A"}])
+    finding = fnd.Finding("F", "2", "", "c", fnd.Side("s", "mini", "plain"),
+                          fnd.Side("s", "mini", "canon"), "better", (0,),
+                          (fnd.Cell("p", "8L512D"),))
+    assert fnd._labels(finding, frame) == ("Llama(RoPE)", "Llama(RoPE) + Canon-ABCD(res)")
+    # a side with no finished run anywhere: the sweep's variant names
+    other = dataclasses.replace(finding, b=fnd.Side("s", "mini", "other"))
+    assert fnd._labels(other, frame) == ("plain", "other")
+
+
 def test_synthetic_records_carry_seeds_values_and_questions(synthetic):
     _, _, table = synthetic
     good = table.loc["F-good"]
@@ -247,6 +268,7 @@ def test_the_curves_draw_each_seed_and_the_mean_at_the_steps_all_seeds_share(syn
     fig = fnd.curves(findings, frame, table, "1")
     ax = fig.axes[0]
     assert ax.get_title().startswith("F-good")
+    assert list(ax.get_xticks()) == [100, 200, 300]  # few evaluations: ticks at their steps
     thick = {line.get_label(): line for line in ax.get_lines() if line.get_linewidth() == 2}
     assert list(thick["good"].get_xdata()) == [100, 200]
     assert list(thick["good"].get_ydata()) == pytest.approx([100 * 0.8767 / 2, 100 * 0.8767],

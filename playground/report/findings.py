@@ -191,16 +191,26 @@ def _same(value, wanted: str) -> bool:
         return str(value) == wanted
 
 
+def _variant_keys(side: Side) -> tuple[tuple[str, str], ...]:
+    """The config keys and values that name ``side``'s runs: its sweep folder and variant."""
+    return ("sweep", f"{side.sweep}_{side.scale}"), ("variant", side.variant)
+
+
+def _matching(frame: pd.DataFrame, pairs) -> pd.Series:
+    """Which runs of a ``load_runs`` table have every config key of ``pairs`` at its value."""
+    keep = pd.Series(True, index=frame.index)
+    for key, value in pairs:
+        column = frame.get(f"config.{key}", pd.Series(None, index=frame.index))
+        keep &= column.map(lambda v, value=value: _same(v, value))
+    return keep
+
+
 def side_runs(frame: pd.DataFrame, side: Side, cell: Cell, seeds: tuple[int, ...]) -> pd.DataFrame:
     """The runs of ``side`` at ``cell`` with one of ``seeds``, from a ``load_runs`` table."""
     if frame.empty or "config.sweep" not in frame:
         return frame.iloc[0:0]
-    keep = frame["seed"].isin(seeds)
-    for key, value in (("sweep", f"{side.sweep}_{side.scale}"), ("variant", side.variant),
-                       ("panel", cell.panel), ("model.size", cell.size), *cell.where):
-        column = frame.get(f"config.{key}", pd.Series(None, index=frame.index))
-        keep &= column.map(lambda v, value=value: _same(v, value))
-    runs = frame[keep]
+    runs = frame[frame["seed"].isin(seeds) & _matching(frame, (
+        *_variant_keys(side), ("panel", cell.panel), ("model.size", cell.size), *cell.where))]
     if runs["seed"].duplicated().any():
         raise ConfigError(f"{side.variant} at {cell.panel} {cell.size} {dict(cell.where)}: "
                           f"several runs share a seed ({sorted(runs['run'])}); add the key that "
@@ -401,6 +411,7 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
     counts = _Counts()
     rows, rules = [], []
     for finding in findings:
+        labels = _labels(finding, frame)
         for cell in finding.cells:
             sides = [side_runs(frame, side, cell, finding.seeds) for side in finding.sides]
             done = [runs[runs["status"] == "finished"] for runs in sides]
@@ -420,21 +431,32 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
                          "panel": cell.panel, "row": row_label or _where_text(cell),
                          "size": cell.size,
                          "metric": metric, "a": finding.a.variant, "b": finding.b.variant,
-                         **dict(zip(("label_a", "label_b"), _labels(finding, done))),
+                         **dict(zip(("label_a", "label_b"), labels)),
                          "values_a": _join(values[0]), "values_b": _join(values[1]),
                          "questions": _join([q for q in questions if q]), "chance": chance,
                          "missing": "; ".join(missing), **stats})
     return family_wise(pd.DataFrame(rows, columns=COLUMNS), rules)
 
 
-def _labels(finding: Finding, done: list[pd.DataFrame]) -> tuple[str, str]:
-    """Each side's name in the paper's words, from its runs' records (``Llama(RoPE) +
-    Canon-ABCD(res)``, ``Llama(RoPE), GELU MLP``, ``Mamba2 + conv1d, mimetic init``); the
-    sweep's variant names where a side has no run or the two read alike."""
-    labels = tuple(_label(runs.iloc[0]) if len(runs) else "" for runs in done)
+def _labels(finding: Finding, frame: pd.DataFrame) -> tuple[str, str]:
+    """Each side's name in the paper's words, from the record of a finished run of its sweep
+    and variant, in any cell (``Llama(RoPE) + Canon-ABCD(res)``, ``Llama(RoPE), GELU MLP``,
+    ``Mamba2 + conv1d, mimetic init``): one name for a side in every cell of the finding, also
+    in a cell it has no run in yet. The sweep's variant names where a side has no finished run
+    anywhere or the two read alike."""
+    found = (_variant_runs(frame, side) for side in finding.sides)
+    labels = tuple(_label(runs.iloc[0]) if len(runs) else "" for runs in found)
     if "" in labels or labels[0] == labels[1]:
         return finding.a.variant, finding.b.variant
     return labels  # type: ignore[return-value]
+
+
+def _variant_runs(frame: pd.DataFrame, side: Side) -> pd.DataFrame:
+    """The finished runs of ``side``'s sweep and variant, in any cell, from a ``load_runs``
+    table."""
+    if frame.empty or "config.sweep" not in frame:
+        return frame.iloc[0:0]
+    return frame[(frame["status"] == "finished") & _matching(frame, _variant_keys(side))]
 
 
 def _label(run: pd.Series) -> str:
@@ -652,7 +674,7 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
     ended, which the final values alone do not show. ``table`` is :func:`evaluate`'s of
     ``findings`` on ``frame`` (its rows in the order of the findings' cells). None where no run
     has more than one evaluation (nothing to draw over training)."""
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
     from playground.run.rundir import MetricsLog
 
@@ -688,7 +710,9 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
                     label=r.get(f"label_{'ab'[x]}", side.variant))
         _value_axis(ax, r, scale)
         ax.set_xlabel("step", fontsize=7)
-        ax.xaxis.set_major_locator(MaxNLocator(5))
+        steps = sorted({t for runs in cell for evals in runs for t in evals})
+        # the evaluations' own steps where they are few (Lano: 2.5k, 5k), else about five
+        ax.xaxis.set_major_locator(FixedLocator(steps) if len(steps) <= 6 else MaxNLocator(5))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
         ax.tick_params(axis="x", labelsize=7)
         ax.legend(fontsize=5, loc="best")
