@@ -255,6 +255,7 @@ def test_the_report_command_writes_the_table_and_a_figure(synthetic, tmp_path):
     root, spec, _ = synthetic
     main(["findings", str(root), f"spec={spec}", f"out={tmp_path}"])
     assert (tmp_path / "findings_1.png").exists() and (tmp_path / "findings_1_curves.png").exists()
+    assert all((tmp_path / f"findings_forest.{fmt}").exists() for fmt in ("png", "svg"))
     md = (tmp_path / "findings.md").read_text()
     assert "| 1 | good beats base | p " in md and "**holds**" in md and "**untested**" in md
 
@@ -279,6 +280,32 @@ def test_the_curves_draw_each_seed_and_the_mean_at_the_steps_all_seeds_share(syn
     assert title.startswith("Result 1 over training") and "without runs" not in title
     with pytest.raises(ValueError, match="not evaluate's table"):
         fnd.curves(findings[:2], frame, table, "1")
+
+
+def test_the_forest_draws_each_cell_by_its_verdict(synthetic):
+    """One column per cell, a line per finding: an interval and a point at the margin coloured
+    by verdict (in points), "x" at chance, the word where untested; another table is refused."""
+    _, spec, table = synthetic
+    findings, table = fnd.load_findings(spec), table.reset_index()
+    fig = fnd.forest(findings, table)
+    (ax,) = [a for a in fig.axes if a.get_title()]
+    assert ax.get_title() == f"p {table.loc[0, 'row']}"
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "1: good beats base" and len(labels) == len(table)
+    good = table.set_index("id").loc["F-good"]
+    points = {round(line.get_ydata()[0]): line for line in ax.get_lines()
+              if line.get_marker() == "o"}
+    assert points[0].get_xdata()[0] == pytest.approx(100 * good["margin"])
+    assert points[0].get_color() == fnd.VERDICT_COLOURS["holds"]
+    interval = [line for line in ax.get_lines() if line.get_marker() in ("None", "")
+                and list(line.get_ydata()) == [0, 0]]
+    assert list(interval[0].get_xdata()) == pytest.approx([100 * good["low"], 100 * good["high"]])
+    assert points[1].get_color() == fnd.VERDICT_COLOURS["reversed"]
+    chance = [line for line in ax.get_lines() if line.get_marker() == "x"]
+    assert [round(line.get_ydata()[0]) for line in chance] == [4]  # F-low2
+    assert [t.get_text() for t in ax.texts] == ["untested"]  # F-missing
+    with pytest.raises(ValueError, match="not evaluate's table"):
+        fnd.forest(findings[:2], table)
 
 
 def test_several_runs_of_one_seed_are_refused(synthetic, tmp_path):

@@ -391,7 +391,8 @@ def cmd_site(args: Args) -> int:
 
 def cmd_findings(args: Args) -> int:
     """The findings of sweeps/findings.yaml (or spec=) read from the runs under RESULTS:
-    findings.csv, findings.md and two figures per paper result: the final values
+    findings.csv, findings.md, every cell's margin and interval in one figure
+    (findings_forest.png) and two figures per paper result: the final values
     (findings_<result>.png) and the values over training (findings_<result>_curves.png, where
     a run was evaluated more than once)."""
     from playground.report import findings as fnd
@@ -420,6 +421,9 @@ def cmd_findings(args: Args) -> int:
                 if fig is not None:
                     save_figure(fig, out / f"findings_{result}{name}")
                     plt.close(fig)
+        fig = fnd.forest(spec, table)
+        save_figure(fig, out / "findings_forest")
+        plt.close(fig)
     counts = table["verdict"].value_counts()
     decided = table[(table["verdict_fw"] != "") & (table["verdict"] != "inconclusive")]
     kept = int((decided["verdict_fw"] == decided["verdict"]).sum())

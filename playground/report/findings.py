@@ -722,6 +722,72 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
 
 
 SIDE_COLOURS = ("#9aa5b1", "#2b6cb0")  # side A, side B
+VERDICT_COLOURS = {"holds": "#2b6cb0", "reversed": "#c53030", "differs": "#dd6b20",
+                   "suggestive": "#805ad5", "inconclusive": "#4a5568", "at chance": "#a0aec0"}
+
+
+def forest(findings: list[Finding], table: pd.DataFrame):
+    """Every finding cell in one figure: a line per finding, a column per cell (panel and row),
+    the margin B − A in the claim's direction (accuracy points; KL for a KL metric) with its
+    95 % interval, coloured by verdict, hollow where the verdict is not kept family-wise (°);
+    a "same" claim's tolerance shaded around 0; "at chance" and "untested" written where they
+    are. The claims' evidence side by side, for reading the table at a glance (the numbers:
+    ``findings.md``). ``table`` is :func:`evaluate`'s of ``findings``."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    cells = [(finding, cell) for finding in findings for cell in finding.cells]
+    if len(cells) != len(table):
+        raise ValueError(f"{len(table)} rows for {len(cells)} finding cells: not evaluate's "
+                         "table of these findings")
+    columns = list(dict.fromkeys(f"{r['panel']} {r['row']}" for _, r in table.iterrows()))
+    ids = list(dict.fromkeys(table["id"]))
+    fig, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False,
+                             figsize=(2.4 * len(columns) + 3.2, 0.32 * len(ids) + 1.2))
+    axes = list(axes.flat)
+    for ax, column in zip(axes, columns):
+        ax.axvline(0, color="black", lw=0.7)
+        ax.set_title(column, fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+    for (finding, cell), (_, r) in zip(cells, table.iterrows()):
+        ax, y = axes[columns.index(f"{r['panel']} {r['row']}")], ids.index(r["id"])
+        scale = _scale(r)
+        tolerance = finding.tolerance if cell.tolerance is None else cell.tolerance
+        if finding.expect == "same":
+            ax.fill_betweenx([y - 0.4, y + 0.4], -scale * tolerance, scale * tolerance,
+                             color="#e2e8f0", lw=0)
+        if r["verdict"] == "untested" or pd.isna(r["margin"]):
+            ax.text(0, y, r["verdict"], fontsize=6, color="#a0aec0", ha="center", va="center")
+            continue
+        colour = VERDICT_COLOURS.get(r["verdict"], "#4a5568")
+        if r["verdict"] == "at chance":
+            ax.plot(scale * r["margin"], y, marker="x", color=colour, ms=5)
+            continue
+        ax.plot([scale * r["low"], scale * r["high"]], [y, y], color=colour, lw=1.5)
+        ax.plot(scale * r["margin"], y, marker="o", ms=5, color=colour,
+                markerfacecolor="white" if _not_kept(r) else colour)
+    for ax, column in zip(axes, columns):
+        metric = table.loc[[f"{p} {w}" == column for p, w in zip(table["panel"], table["row"])],
+                           "metric"].iloc[0]
+        ax.set_xlabel("B − A, points" if "acc" in metric else
+                      f"A − B, {'KL' if metric == 'kl' else metric}", fontsize=7)
+    claims = {r["id"]: f"{r['result']}: {r['claim']}" for _, r in table.iterrows()}
+    axes[0].set_yticks(range(len(ids)), ["\n".join(textwrap.wrap(claims[i], 60)) for i in ids],
+                       fontsize=5.5)
+    axes[0].set_ylim(len(ids) - 0.5, -0.5)  # the first finding on top
+    present = set(table["verdict"])
+    keys = [Line2D([], [], color=c, marker="x" if v == "at chance" else "o", lw=0 if
+                   v == "at chance" else 1.5, label=v)
+            for v, c in VERDICT_COLOURS.items() if v in present]
+    if any(_not_kept(r) for _, r in table.iterrows()):
+        keys.append(Line2D([], [], color="#4a5568", marker="o", markerfacecolor="white", lw=1.5,
+                           label="° not kept family-wise"))
+    fig.legend(handles=keys, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(keys),
+               fontsize=6, frameon=False)  # below the axes: the saved figure's box takes it
+    fig.suptitle(f"Findings: margin in the claim's direction, 95 % interval; shaded: a \"same\" "
+                 f"claim's tolerance; family-wise: {family_text(table)}", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
+    return fig
 
 
 def _scale(r: pd.Series) -> int:
