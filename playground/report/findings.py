@@ -743,7 +743,7 @@ def forest(findings: list[Finding], table: pd.DataFrame):
     columns = list(dict.fromkeys(f"{r['panel']} {r['row']}" for _, r in table.iterrows()))
     ids = list(dict.fromkeys(table["id"]))
     fig, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False,
-                             figsize=(2.4 * len(columns) + 3.2, 0.32 * len(ids) + 1.2))
+                             figsize=(2.4 * len(columns) + 3.2, 0.32 * len(ids) + 1.6))
     axes = list(axes.flat)
     for ax, column in zip(axes, columns):
         ax.axvline(0, color="black", lw=0.7)
@@ -784,8 +784,9 @@ def forest(findings: list[Finding], table: pd.DataFrame):
                            label="° not kept family-wise"))
     fig.legend(handles=keys, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(keys),
                fontsize=6, frameon=False)  # below the axes: the saved figure's box takes it
-    fig.suptitle(f"Findings: margin in the claim's direction, 95 % interval; shaded: a \"same\" "
-                 f"claim's tolerance; family-wise: {family_text(table)}", fontsize=8)
+    title = ("Findings: margin in the claim's direction, 95 % interval; shaded: a \"same\" "
+             f"claim's tolerance; family-wise: {family_text(table)}")
+    fig.suptitle(textwrap.fill(title, int(14 * fig.get_figwidth())), fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
     return fig
 
