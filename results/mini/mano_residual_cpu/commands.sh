@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The runs of this folder (2-core CPU, torch 2.13.0+cpu, 2026-11-29), one thread a run, all at once.
+# The first six ran at commit 473cae6 (the seed-1 and seed-2 pairs and the two initialisations with
+# uncommitted changes under playground/report only), the four one-position runs at e2386cf; the
+# training code is the same at both.
+set -euo pipefail
+run() {  # run NAME OVERRIDE...
+  local name=$1; shift
+  OMP_NUM_THREADS=1 WANDB_MODE=disabled playground-train task=mano_tiny mixer=nope size=2L128D \
+    train.steps=3000 train.eval_every=500 train.ckpt_every=3000 train.warmup_steps=100 \
+    "$@" out_dir=/tmp/mp/$name > /tmp/mp/$name.log 2>&1 &
+}
+mkdir -p /tmp/mp
+run ABCD canon=ABCD                                   # residual (the default)
+run ABCD_nores canon=ABCD_nores                       # without the residual
+for s in 1 2; do
+  run ABCD_s$s canon=ABCD seed=$s
+  run ABCD_nores_s$s canon=ABCD_nores seed=$s
+done
+run ABCD_zero canon=ABCD model.canon.init=zero        # residual, taps 0: the identity at step 0
+run ABCD_past canon=ABCD model.canon.init=past_average  # residual, taps 1/3 on each earlier token
+for p in A B C D; do                                  # without the residual at one position only
+  run ${p}_nores canon=ABCD_nores model.canon.positions=$p
+done
+# These six were stopped after their evaluation at step 1,500 (SIGTERM; the summary says
+# "Preempted"): up to there a run trains exactly as its 3,000-step schedule does.
+left="ABCD_zero ABCD_past A_nores B_nores C_nores D_nores"
+while [ -n "$left" ]; do
+  sleep 15
+  for n in $left; do
+    if grep -q "\[eval step 1500\]" /tmp/mp/$n.log; then
+      pkill -TERM -f "out_dir=/tmp/mp/$n\$"; left=$(echo $left | tr ' ' '\n' | grep -vx $n | xargs)
+    fi
+  done
+done
+wait
+# the records (without checkpoints) into this folder, then its tables:
+#   for d in /tmp/mp/*/; do mkdir -p results/mini/mano_residual_cpu/$(basename $d)
+#     cp $d/{config.yaml,summary.json,metrics.jsonl,train.log} results/mini/mano_residual_cpu/$(basename $d)/; done
+#   python results/mini/mano_residual_cpu/table.py
