@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The runs of this folder (2-core CPU, torch 2.13.0+cpu, 2026-11-29), one thread a run, all at once.
+# The runs of this folder (2-core CPU, torch 2.13.0+cpu, 2026-11-29), one thread a run, up to twelve at a time.
 # The first six ran at commit 473cae6 (the seed-1 and seed-2 pairs and the two initialisations with
-# uncommitted changes under playground/report only), the four one-position runs at e2386cf; the
-# training code is the same at both.
+# uncommitted changes under playground/report only), the one-position runs at e2386cf, the last four (AB,
+# CD, ABC, D seed 1) at 4a3612b, started after the others had ended; the training code is the same at all three.
 set -euo pipefail
 run() {  # run NAME OVERRIDE...
   local name=$1; shift
@@ -19,12 +19,13 @@ for s in 1 2; do
 done
 run ABCD_zero canon=ABCD model.canon.init=zero        # residual, taps 0: the identity at step 0
 run ABCD_past canon=ABCD model.canon.init=past_average  # residual, taps 1/3 on each earlier token
-for p in A B C D; do                                  # without the residual at one position only
+for p in A B C D AB CD ABC; do                        # without the residual at some positions only
   run ${p}_nores canon=ABCD_nores model.canon.positions=$p
 done
-# These six were stopped after their evaluation at step 1,500 (SIGTERM; the summary says
+run D_nores_s1 canon=ABCD_nores model.canon.positions=D seed=1
+# These ten were stopped after their evaluation at step 1,500 (SIGTERM; the summary says
 # "Preempted"): up to there a run trains exactly as its 3,000-step schedule does.
-left="ABCD_zero ABCD_past A_nores B_nores C_nores D_nores"
+left="ABCD_zero ABCD_past A_nores B_nores C_nores D_nores AB_nores CD_nores ABC_nores D_nores_s1"
 while [ -n "$left" ]; do
   sleep 15
   for n in $left; do
