@@ -550,15 +550,15 @@ def summary(table: pd.DataFrame) -> str:
     """One line per finding, one column per cell (panel and row): the verdict with the seeds a
     side and the margin, e.g. ``holds +35.4 pt (seeds 3 + 3)``; ``—`` where the finding has no
     such cell."""
-    cells = list(dict.fromkeys(f"{r['panel']} {r['row']}" for _, r in table.iterrows()))
-    metrics = {f"{r['panel']} {r['row']}": r["metric"] for _, r in table.iloc[::-1].iterrows()
+    cells = list(dict.fromkeys(_column(r) for _, r in table.iterrows()))
+    metrics = {_column(r): r["metric"] for _, r in table.iloc[::-1].iterrows()
                if r["metric"] != "primary"}
     lines = ["| result | claim | "
              + " | ".join(f"{c} ({metrics.get(c, 'primary')})" for c in cells) + " |",
              "|---|---|" + "---|" * len(cells)]
     for _, block in table.groupby("id", sort=False):
         first = block.iloc[0]
-        by_cell = {f"{r['panel']} {r['row']}": _verdict_text(r) for _, r in block.iterrows()}
+        by_cell = {_column(r): _verdict_text(r) for _, r in block.iterrows()}
         lines.append(f"| {first['result']} | {first['claim']} | "
                      + " | ".join(by_cell.get(c, "—") for c in cells) + " |")
     if any(_not_kept(r) for _, r in table.iterrows()):
@@ -678,10 +678,7 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
 
     from playground.run.rundir import MetricsLog
 
-    cells = [(finding, cell) for finding in findings for cell in finding.cells]
-    if len(cells) != len(table):
-        raise ValueError(f"{len(table)} rows for {len(cells)} finding cells: not evaluate's "
-                         "table of these findings")
+    cells = _finding_cells(findings, table)
     rows = table[table["result"] == result]
     drawn = [(finding, cell, r) for (finding, cell), (_, r) in zip(cells, table.iterrows())
              if r["result"] == result and _drawn(r)]
@@ -721,6 +718,21 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
                         "dashed: chance)", len(rows), [r for _, _, r in drawn])
 
 
+def _finding_cells(findings: list[Finding], table: pd.DataFrame) -> list[tuple[Finding, Cell]]:
+    """Each row's finding and cell, in the order of ``table`` (:func:`evaluate`'s of ``findings``);
+    a table of other findings is refused."""
+    cells = [(finding, cell) for finding in findings for cell in finding.cells]
+    if len(cells) != len(table):
+        raise ValueError(f"{len(table)} rows for {len(cells)} finding cells: not evaluate's "
+                         "table of these findings")
+    return cells
+
+
+def _column(row: pd.Series) -> str:
+    """A finding cell's column in the summary and the forest: its panel and row (``mano L=4``)."""
+    return f"{row['panel']} {row['row']}"
+
+
 SIDE_COLOURS = ("#9aa5b1", "#2b6cb0")  # side A, side B
 VERDICT_COLOURS = {"holds": "#2b6cb0", "reversed": "#c53030", "differs": "#dd6b20",
                    "suggestive": "#805ad5", "inconclusive": "#4a5568", "at chance": "#a0aec0"}
@@ -736,21 +748,23 @@ def forest(findings: list[Finding], table: pd.DataFrame):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    cells = [(finding, cell) for finding in findings for cell in finding.cells]
-    if len(cells) != len(table):
-        raise ValueError(f"{len(table)} rows for {len(cells)} finding cells: not evaluate's "
-                         "table of these findings")
-    columns = list(dict.fromkeys(f"{r['panel']} {r['row']}" for _, r in table.iterrows()))
+    cells = _finding_cells(findings, table)
+    columns = {}  # column -> its first row (its metric)
+    for _, r in table.iterrows():
+        columns.setdefault(_column(r), r)
     ids = list(dict.fromkeys(table["id"]))
     fig, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False,
                              figsize=(2.4 * len(columns) + 3.2, 0.32 * len(ids) + 1.6))
-    axes = list(axes.flat)
-    for ax, column in zip(axes, columns):
+    axes = dict(zip(columns, axes.flat))
+    for column, ax in axes.items():
+        metric = columns[column]["metric"]
         ax.axvline(0, color="black", lw=0.7)
         ax.set_title(column, fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
+        ax.set_xlabel("B − A, points" if _scale(columns[column]) == 100 else
+                      f"A − B, {'KL' if metric == 'kl' else metric}", fontsize=7)
     for (finding, cell), (_, r) in zip(cells, table.iterrows()):
-        ax, y = axes[columns.index(f"{r['panel']} {r['row']}")], ids.index(r["id"])
+        ax, y = axes[_column(r)], ids.index(r["id"])
         scale = _scale(r)
         tolerance = finding.tolerance if cell.tolerance is None else cell.tolerance
         if finding.expect == "same":
@@ -766,15 +780,11 @@ def forest(findings: list[Finding], table: pd.DataFrame):
         ax.plot([scale * r["low"], scale * r["high"]], [y, y], color=colour, lw=1.5)
         ax.plot(scale * r["margin"], y, marker="o", ms=5, color=colour,
                 markerfacecolor="white" if _not_kept(r) else colour)
-    for ax, column in zip(axes, columns):
-        metric = table.loc[[f"{p} {w}" == column for p, w in zip(table["panel"], table["row"])],
-                           "metric"].iloc[0]
-        ax.set_xlabel("B − A, points" if "acc" in metric else
-                      f"A − B, {'KL' if metric == 'kl' else metric}", fontsize=7)
     claims = {r["id"]: f"{r['result']}: {r['claim']}" for _, r in table.iterrows()}
-    axes[0].set_yticks(range(len(ids)), ["\n".join(textwrap.wrap(claims[i], 60)) for i in ids],
-                       fontsize=5.5)
-    axes[0].set_ylim(len(ids) - 0.5, -0.5)  # the first finding on top
+    first = next(iter(axes.values()))  # the axes share y: labels and limits on the first
+    first.set_yticks(range(len(ids)), ["\n".join(textwrap.wrap(claims[i], 60)) for i in ids],
+                     fontsize=5.5)
+    first.set_ylim(len(ids) - 0.5, -0.5)  # the first finding on top
     present = set(table["verdict"])
     keys = [Line2D([], [], color=c, marker="x" if v == "at chance" else "o", lw=0 if
                    v == "at chance" else 1.5, label=v)
