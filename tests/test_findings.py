@@ -220,7 +220,8 @@ def test_sides_are_named_from_their_records_unless_they_read_alike(synthetic):
 
 
 def test_a_side_is_named_from_its_runs_in_any_cell():
-    """One name a side in every cell of a finding: side b has a run in another panel only."""
+    """One name a side in every cell of a finding: side b has a run in another panel only; a
+    side without runs is named from its sweep."""
     arch = {"record.arch.mixer": "attention", "record.arch.position": "rope",
             "record.canon.details": [], "record.canon.residual": True}
     frame = pd.DataFrame([
@@ -234,7 +235,11 @@ def test_a_side_is_named_from_its_runs_in_any_cell():
                           fnd.Side("s", "mini", "canon"), "better", (0,),
                           (fnd.Cell("p", "8L512D"),))
     assert fnd._labels(finding, frame) == ("Llama(RoPE)", "Llama(RoPE) + Canon-ABCD(res)")
-    # a side with no finished run anywhere: the sweep's variant names
+    # a side with no finished run anywhere: named from the record its sweep's run would write
+    planned = dataclasses.replace(finding, b=fnd.Side("probe", "mini", "mamba2_noconv1d"),
+                                  cells=(fnd.Cell("mano", "8L512D"),))
+    assert fnd._labels(planned, frame) == ("Llama(RoPE)", "Mamba2 + noconv1d")
+    # ... or where its sweep cannot be read, both by the sweep's variant names
     other = dataclasses.replace(finding, b=fnd.Side("s", "mini", "other"))
     assert fnd._labels(other, frame) == ("plain", "other")
 

@@ -439,16 +439,38 @@ def evaluate(findings: list[Finding], frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _labels(finding: Finding, frame: pd.DataFrame) -> tuple[str, str]:
-    """Each side's name in the paper's words, from the record of a finished run of its sweep
-    and variant, in any cell (``Llama(RoPE) + Canon-ABCD(res)``, ``Llama(RoPE), GELU MLP``,
-    ``Mamba2 + conv1d, mimetic init``): one name for a side in every cell of the finding, also
-    in a cell it has no run in yet. The sweep's variant names where a side has no finished run
-    anywhere or the two read alike."""
-    found = (_variant_runs(frame, side) for side in finding.sides)
-    labels = tuple(_label(runs.iloc[0]) if len(runs) else "" for runs in found)
+    """Each side's name in the paper's words (``Llama(RoPE) + Canon-ABCD(res)``, ``Llama(RoPE),
+    GELU MLP``, ``Mamba2 + conv1d, mimetic init``): one name for a side in every cell of the
+    finding, from the record of a finished run of its sweep and variant in any cell, or where it
+    has none yet, from the record its first run would write (:func:`_planned_label`). The
+    sweep's variant names where a side's sweep cannot be read or the two read alike."""
+    labels = tuple(_label(runs.iloc[0]) if len(runs := _variant_runs(frame, side))
+                   else _planned_label(side, finding.cells[0], finding.seeds[0])
+                   for side in finding.sides)
     if "" in labels or labels[0] == labels[1]:
         return finding.a.variant, finding.b.variant
     return labels  # type: ignore[return-value]
+
+
+def _planned_label(side: Side, cell: Cell, seed: int) -> str:
+    """A side's name from the record of its run at ``cell`` and ``seed`` as its sweep composes
+    it (no run needed); "" where no sweep file of that name exists."""
+    from playground.config import compose, from_container
+    from playground.report.table import flatten
+    from playground.run.rundir import run_record
+    from playground.sweep.spec import find_sweep_file, load_sweep
+
+    try:
+        path = find_sweep_file(side.sweep)
+    except ConfigError:
+        return ""
+    sweep = load_sweep(path, side.scale, cell.panel, [f"seed={seed}", f"size={cell.size}"],
+                       side.variant)
+    overrides = next(iter(sweep.runs()), None)
+    if overrides is None:
+        return ""
+    config = from_container(OmegaConf.to_container(compose(overrides), resolve=True))
+    return _label(pd.Series(flatten(run_record(config), "record.")))
 
 
 def _variant_runs(frame: pd.DataFrame, side: Side) -> pd.DataFrame:
@@ -653,7 +675,7 @@ def figure(table: pd.DataFrame, result: str):
                 ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))],
                            values, color="black", s=14, zorder=3)
             else:
-                ax.text(x, 0.02, "no run", ha="center", va="bottom", fontsize=7,
+                ax.text(x, 0.5, "no run", ha="center", va="center", fontsize=7,
                         transform=ax.get_xaxis_transform())
         _value_axis(ax, r, scale)
         if pd.notna(r["chance"]) and r["chance"] is not None:
@@ -797,7 +819,7 @@ def forest(findings: list[Finding], table: pd.DataFrame):
     title = ("Findings: margin in the claim's direction, 95 % interval; shaded: a \"same\" "
              f"claim's tolerance; family-wise: {family_text(table)}")
     fig.suptitle(textwrap.fill(title, int(14 * fig.get_figwidth())), fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
+    fig.tight_layout()  # it leaves room for the suptitle
     return fig
 
 
@@ -844,11 +866,11 @@ def _cell_title(ax, r: pd.Series) -> None:
 def _titled(fig, title: str, cells: int, drawn: list[pd.Series]):
     """``fig`` with its title: ``title``, the cells without runs (of ``cells``) counted, ° noted."""
     untested = cells - len(drawn)
-    fig.suptitle(title + (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn"
-                          if untested else "")
-                 + ("; ° inconclusive family-wise" if any(_not_kept(r) for r in drawn) else ""),
-                 fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # room for the title
+    title += (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn" if untested
+              else "") + ("; °\u00a0inconclusive family-wise" if any(_not_kept(r) for r in drawn)
+                       else "")
+    fig.suptitle(textwrap.fill(title, int(14 * fig.get_figwidth())), fontsize=8)
+    fig.tight_layout()  # it leaves room for the suptitle
     return fig
 
 
