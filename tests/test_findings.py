@@ -465,7 +465,7 @@ def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():
     fw = fnd.figure(table.assign(verdict_fw=["inconclusive"] + ["holds"] * 5 + [""] * 3), "4")
     assert fw.axes[0].get_title().split("\n")[1].startswith("holds° ")
     assert fw.axes[1].get_title().split("\n")[1].startswith("holds ")
-    assert "; ° inconclusive family-wise" in fw._suptitle.get_text()
+    assert "; °\u00a0inconclusive family-wise" in fw._suptitle.get_text()
     empty = fnd.figure(table[table["id"] == "R6"], "4")
     assert [t.get_text() for t in empty.axes[0].texts] == ["no runs yet"]
 

@@ -775,7 +775,7 @@ def forest(findings: list[Finding], table: pd.DataFrame):
     for _, r in table.iterrows():
         columns.setdefault(_column(r), r)
     ids = list(dict.fromkeys(table["id"]))
-    fig, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False,
+    fig, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False, layout="constrained",
                              figsize=(2.4 * len(columns) + 3.2, 0.32 * len(ids) + 1.6))
     axes = dict(zip(columns, axes.flat))
     for column, ax in axes.items():
@@ -814,12 +814,11 @@ def forest(findings: list[Finding], table: pd.DataFrame):
     if any(_not_kept(r) for _, r in table.iterrows()):
         keys.append(Line2D([], [], color="#4a5568", marker="o", markerfacecolor="white", lw=1.5,
                            label="° not kept family-wise"))
-    fig.legend(handles=keys, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(keys),
-               fontsize=6, frameon=False)  # below the axes: the saved figure's box takes it
+    fig.legend(handles=keys, loc="outside lower center", ncol=len(keys), fontsize=6,
+               frameon=False)
     title = ("Findings: margin in the claim's direction, 95 % interval; shaded: a \"same\" "
              f"claim's tolerance; family-wise: {family_text(table)}")
     fig.suptitle(textwrap.fill(title, int(14 * fig.get_figwidth())), fontsize=8)
-    fig.tight_layout()  # it leaves room for the suptitle
     return fig
 
 
@@ -849,7 +848,8 @@ def _grid(count: int, height: float):
 
     cols = min(max(count, 1), FIGURE_COLUMNS)
     lines = -(-max(count, 1) // cols)
-    fig, axes = plt.subplots(lines, cols, figsize=(2.6 * cols, height * lines), squeeze=False)
+    fig, axes = plt.subplots(lines, cols, figsize=(2.6 * cols, height * lines), squeeze=False,
+                             layout="constrained")  # room for the suptitle at any height
     for ax in axes.flat[count:]:
         ax.axis("off")
     if not count:
@@ -870,7 +870,6 @@ def _titled(fig, title: str, cells: int, drawn: list[pd.Series]):
               else "") + ("; °\u00a0inconclusive family-wise" if any(_not_kept(r) for r in drawn)
                        else "")
     fig.suptitle(textwrap.fill(title, int(14 * fig.get_figwidth())), fontsize=8)
-    fig.tight_layout()  # it leaves room for the suptitle
     return fig
 
 
