@@ -309,6 +309,10 @@ def test_the_forest_draws_each_cell_by_its_verdict(synthetic):
     chance = [line for line in ax.get_lines() if line.get_marker() == "x"]
     assert [round(line.get_ydata()[0]) for line in chance] == [4]  # F-low2
     assert [t.get_text() for t in ax.texts] == ["untested"]  # F-missing
+    fig.canvas.draw()  # the title above the column titles, the legend below the x labels
+    assert ax.title.get_window_extent().y1 <= fig._suptitle.get_window_extent().y0
+    legend = fig.legends[0].get_window_extent()
+    assert legend.y1 <= ax.xaxis.label.get_window_extent().y0 and legend.y0 >= 0
     with pytest.raises(ValueError, match="not evaluate's table"):
         fnd.forest(findings[:2], table)
 
