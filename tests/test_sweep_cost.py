@@ -152,3 +152,9 @@ def test_a_dry_run_with_a_deadline_says_what_a_launch_would_start(tmp_path, monk
     assert re.search(r"would start; left for a later launch: (depo_tiny_\S+, ){2}depo_tiny_\S+$",
                      out, re.M), out
     assert not (tmp_path / "results").exists()
+    # a margin below 1 lets a launch start runs whose plain estimate ends past the deadline
+    monkeypatch.setattr(cli, "simulate", lambda *a, **k: ([(None, 0.0, 1200.0)], []))
+    cli.plan_hold([None], 1, 1, 1100, margin=0.9)
+    assert capsys.readouterr().out.endswith(
+        "1 of 1 runs would start, the last ending at 1,200 s (past the deadline: margin=0.9 "
+        "holds each run to its estimate × 0.9, 1,080 s)\n")

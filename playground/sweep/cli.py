@@ -243,13 +243,16 @@ def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float,
               margin: float = DEADLINE_MARGIN) -> None:
     """Print what a local launch with ``deadline`` would start on ``gpus`` GPUs (else the
     visible ones, else one) if every run took its estimate (``launch.simulate``): how many, when
-    the last would end, and the runs left for a later launch."""
+    the last would end (past the deadline only where ``margin`` < 1 trusts the estimates to be
+    high: then also when at the estimate × ``margin``), and the runs left for a later launch."""
     count, where = hold_gpus(gpus)
     started, left = simulate(todo, count, per_gpu, deadline, margin=margin)
     last = max((end for _, _, end in started), default=0.0)
     print(f"with deadline={deadline:g} on {where}, {per_gpu} a GPU, if each run took its "
           f"estimate: {len(started)} of {len(todo)} runs would start"
           + (f", the last ending at {last:,.0f} s" if started else "")
+          + (f" (past the deadline: margin={margin:g} holds each run to its estimate × {margin:g}"
+             f", {last * margin:,.0f} s)" if last > deadline else "")
           + ("; left for a later launch: " + ", ".join(run.out.name for run in left)
              if left else ""))
 
