@@ -35,6 +35,11 @@ while [ -n "$left" ]; do
   done
 done
 wait
+# Four more, at commit b5d52e2 (the training code unchanged), four at a time, each stopped so after step 1,500:
+#   run AC_nores canon=ABCD_nores model.canon.positions=AC
+#   run BC_nores canon=ABCD_nores model.canon.positions=BC
+#   run AB_nores_s1 canon=ABCD_nores model.canon.positions=AB seed=1
+#   run ABC_nores_s1 canon=ABCD_nores model.canon.positions=ABC seed=1
 # the records (without checkpoints) into this folder, then its tables:
 #   for d in /tmp/mp/*/; do mkdir -p results/mini/mano_residual_cpu/$(basename $d)
 #     cp $d/{config.yaml,summary.json,metrics.jsonl,train.log} results/mini/mano_residual_cpu/$(basename $d)/; done
