@@ -139,6 +139,8 @@ class CanonConfig:
     # (current token 0, each of the K-1 previous 1/(K-1)) | random_fixed (default init, frozen:
     # the paper's "Canon(cst)")
     init: str = "default"
+    # the default init's bound × this: taps U(-s/sqrt(K), s/sqrt(K)) (default and random_fixed)
+    init_scale: float = 1.0
     # auto: the Triton Canon kernel on CUDA when available (Canon-B fused into the q/k/v split and
     # RoPE where RoPE turns whole heads), else torch | torch | triton (required; the plain kernel,
     # no fusion) | fused: every fusion, also Canon-D into SwiGLU (CUDA; the least memory) |
@@ -158,6 +160,10 @@ class CanonConfig:
         check(self.activation in ACTIVATIONS, "model.canon.activation", self.activation,
               f"one of {ACTIVATIONS}")
         check(self.init in INITS, "model.canon.init", self.init, f"one of {INITS}")
+        check(self.init_scale > 0, "model.canon.init_scale", self.init_scale, "a number > 0")
+        check(self.init_scale == 1.0 or self.init in ("default", "random_fixed"),
+              "model.canon.init_scale", self.init_scale,
+              f"1 with model.canon.init={self.init} (it scales the default init's taps)")
         check(self.backend in BACKENDS, "model.canon.backend", self.backend, f"one of {BACKENDS}")
         if self.backend == "causal_conv1d":
             check(2 <= self.kernel <= 4, "model.canon.kernel", self.kernel,
@@ -185,6 +191,7 @@ def canon_details(c) -> list[str]:
     parts += [] if c.kernel == 4 else [f"k{c.kernel}"]
     parts += ["bias"] if c.bias else []
     parts += [] if c.init == "default" else [f"init{c.init}"]
+    parts += [] if getattr(c, "init_scale", 1.0) == 1.0 else [f"initx{c.init_scale:g}"]
     parts += [] if c.dynamic == "none" else [f"dyn{c.dynamic}"]
     parts += ["alllinear"] if c.after_every_linear else []
     return parts
@@ -679,10 +686,28 @@ def check_removed_keys(overrides: list[str]) -> None:
             raise ConfigError(f"{key}={value} is invalid: {REMOVED[key][1]}; drop the override")
 
 
+# keys added to the schema since runs were stored -> the value that computes what runs without
+# the key computed
+ADDED = {"model.canon.init_scale": 1.0}
+
+
 def upgrade(data: dict) -> dict:
     """A resolved config with legacy keys (no ``data.packing``; Mamba2's ``variant``; a removed
-    key, :data:`REMOVED`), in the current schema."""
-    return _upgrade_packing(_upgrade_mamba_variant(_drop_removed(data)))
+    key, :data:`REMOVED`; without a key of :data:`ADDED`), in the current schema."""
+    return _add_new(_upgrade_packing(_upgrade_mamba_variant(_drop_removed(data))))
+
+
+def _add_new(data: dict) -> dict:
+    """A stored config with each key of :data:`ADDED` that it lacks, at its inert value (where
+    the key's section is there: a config without a model says nothing of its Canon)."""
+    for key, inert in ADDED.items():
+        *parents, name = key.split(".")
+        node = functools.reduce(lambda d, k: d.get(k) if isinstance(d, dict) else None,
+                                parents, data)
+        if isinstance(node, dict) and name not in node:
+            data = copy.deepcopy(data)
+            functools.reduce(dict.get, parents, data)[name] = inert
+    return data
 
 
 def _drop_removed(data: dict) -> dict:

@@ -255,6 +255,32 @@ def test_old_run_configs_say_how_they_were_packed(tmp_path):
             check_same_run(tmp_path / preset, new)
 
 
+def test_old_run_configs_read_a_key_added_since_at_its_inert_value(tmp_path):
+    """A stored config without ``model.canon.init_scale`` (added to the schema later) reads as
+    the default init it trained with, and its run resumes under today's config."""
+    from omegaconf import OmegaConf
+
+    from playground.config import ADDED, compose, upgrade
+    from playground.run.train import check_same_run
+
+    new = OmegaConf.to_container(compose(["task=depo_tiny", "canon=ABCD",
+                                          f"out_dir={tmp_path}"]), resolve=True)
+    old = {**new, "model": {**new["model"], "canon": {
+        k: v for k, v in new["model"]["canon"].items() if k != "init_scale"}}}
+    assert set(ADDED) == {"model.canon.init_scale"}
+    assert upgrade(old)["model"]["canon"]["init_scale"] == 1.0 and "init_scale" not in (
+        old["model"]["canon"])  # the stored dict is not changed
+    assert from_container(old).model.canon.init_scale == 1.0
+    no_model = {"task": {"name": "depo"}, "data": {"packing": "auto"}}
+    assert upgrade(no_model) == no_model
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(old))
+    check_same_run(tmp_path, new)
+    scaled = {**new, "model": {**new["model"], "canon": {**new["model"]["canon"],
+                                                          "init_scale": 4.0}}}
+    with pytest.raises(ConfigError, match="model.canon.init_scale: 1.0 -> 4.0"):
+        check_same_run(tmp_path, scaled)
+
+
 def test_old_run_configs_drop_the_removed_norm_backend(tmp_path):
     """``model.mixer.norm_backend`` (Mamba2's opt-in Triton gated norm) was removed: a stored
     config holding its default, ``torch``, reads as today's (also through the findings report's

@@ -91,6 +91,24 @@ def test_canon_initial_states():
     torch.testing.assert_close(past(x), expected)
 
 
+def test_canon_init_scale_widens_the_default_taps():
+    """``init_scale`` s: the default init's taps U(-s/sqrt(K), s/sqrt(K)), the same draw scaled;
+    refused where it would be ignored (zero, past_average) or is not positive; in run names."""
+    draws = {}
+    for scale in (1.0, 4.0):
+        layer = Canon(512, CanonConfig(positions="A", init_scale=scale))
+        layer.reset_parameters(torch.Generator().manual_seed(0))
+        draws[scale] = layer.weight.detach()
+    torch.testing.assert_close(draws[4.0], 4 * draws[1.0])
+    assert 1.9 < draws[4.0].abs().max() <= 2.0  # the bound: 4 / sqrt(4)
+    for bad in ({"init_scale": 0.0}, {"init": "zero", "init_scale": 2.0},
+                {"init": "past_average", "init_scale": 0.5}):
+        with pytest.raises(ConfigError, match="model.canon.init_scale"):
+            CanonConfig(positions="A", **bad)
+    assert CanonConfig(positions="ABCD", residual=False, init_scale=4).tag() == "ABCD-nores-initx4"
+    assert CanonConfig(positions="ABCD").tag() == "ABCD"
+
+
 def test_random_fixed_canon_gets_no_gradient():
     model = model_for("rope", "ABCD-random_fixed")
     model.train()

@@ -39,10 +39,12 @@ from playground.layers.norms import rms_scale
 __all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "canon_at"]
 
 
-def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generator | None) -> None:
+def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generator | None,
+              scale: float = 1.0) -> None:
     """Initialise filter taps in place (K taps along ``axis``, the last one on the current
     token): ``zero``; ``past_average`` (the current token 0, each earlier one 1/(K-1)); else
-    PyTorch's Conv1d default for a depthwise conv, U(-1/sqrt(K), 1/sqrt(K))."""
+    PyTorch's Conv1d default for a depthwise conv, U(-1/sqrt(K), 1/sqrt(K)), its bound ×
+    ``scale``."""
     k = taps.shape[axis]
     with torch.no_grad():
         if init == "zero":
@@ -51,7 +53,7 @@ def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generat
             taps.fill_(1.0 / max(k - 1, 1))
             taps.select(axis, k - 1).zero_()
         else:
-            bound = 1.0 / math.sqrt(k)
+            bound = scale / math.sqrt(k)
             taps.uniform_(-bound, bound, generator=generator)
 
 
@@ -179,7 +181,7 @@ class Canon(CanonReads, nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        init_taps(self.weight, 1, self.cfg.init, generator)
+        init_taps(self.weight, 1, self.cfg.init, generator, self.cfg.init_scale)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -310,7 +312,8 @@ class DynamicCanon(CanonReads, nn.Module):
             nn.init.zeros_(self.up.weight)
         else:
             nn.init.zeros_(self.proj.weight)
-        init_taps(self.bias, 0, self.cfg.init, generator)  # static Canon's rule, taps first: [K, C]
+        # static Canon's rule, taps first: [K, C]
+        init_taps(self.bias, 0, self.cfg.init, generator, self.cfg.init_scale)
 
     def filters(self, h: torch.Tensor) -> torch.Tensor:
         """Per-position filters [B, T, C, K] (the reference path materialises them)."""
