@@ -40,6 +40,11 @@ wait
 #   run BC_nores canon=ABCD_nores model.canon.positions=BC
 #   run AB_nores_s1 canon=ABCD_nores model.canon.positions=AB seed=1
 #   run ABC_nores_s1 canon=ABCD_nores model.canon.positions=ABC seed=1
+# Four more at commit d1a0f61 (model.canon.init_scale added; the training code otherwise unchanged), the same way:
+#   run ABCD_x4 canon=ABCD model.canon.init_scale=4
+#   run ABCD_x4_s1 canon=ABCD model.canon.init_scale=4 seed=1
+#   run AC_nores_s1 canon=ABCD_nores model.canon.positions=AC seed=1
+#   run BC_nores_s1 canon=ABCD_nores model.canon.positions=BC seed=1
 # the records (without checkpoints) into this folder, then its tables:
 #   for d in /tmp/mp/*/; do mkdir -p results/mini/mano_residual_cpu/$(basename $d)
 #     cp $d/{config.yaml,summary.json,metrics.jsonl,train.log} results/mini/mano_residual_cpu/$(basename $d)/; done
