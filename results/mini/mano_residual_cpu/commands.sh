@@ -45,6 +45,11 @@ wait
 #   run ABCD_x4_s1 canon=ABCD model.canon.init_scale=4 seed=1
 #   run AC_nores_s1 canon=ABCD_nores model.canon.positions=AC seed=1
 #   run BC_nores_s1 canon=ABCD_nores model.canon.positions=BC seed=1
+# Four more at commit 1af25a9 (the training code as at d1a0f61), the same way:
+#   run ABCD_nores_fixed canon=ABCD_nores model.canon.init=random_fixed
+#   run ABCD_nores_fixed_s1 canon=ABCD_nores model.canon.init=random_fixed seed=1
+#   run ABCD_fixed canon=ABCD model.canon.init=random_fixed
+#   run ABCD_nores_x025 canon=ABCD_nores model.canon.init_scale=0.25
 # the records (without checkpoints) into this folder, then its tables:
 #   for d in /tmp/mp/*/; do mkdir -p results/mini/mano_residual_cpu/$(basename $d)
 #     cp $d/{config.yaml,summary.json,metrics.jsonl,train.log} results/mini/mano_residual_cpu/$(basename $d)/; done
