@@ -701,12 +701,10 @@ def _add_new(data: dict) -> dict:
     """A stored config with each key of :data:`ADDED` that it lacks, at its inert value (where
     the key's section is there: a config without a model says nothing of its Canon)."""
     for key, inert in ADDED.items():
-        *parents, name = key.split(".")
-        node = functools.reduce(lambda d, k: d.get(k) if isinstance(d, dict) else None,
-                                parents, data)
-        if isinstance(node, dict) and name not in node:
+        node, name = _section(data, key)
+        if node is not None and name not in node:
             data = copy.deepcopy(data)
-            functools.reduce(dict.get, parents, data)[name] = inert
+            _section(data, key)[0][name] = inert
     return data
 
 
@@ -714,17 +712,23 @@ def _drop_removed(data: dict) -> dict:
     """A stored config without the keys of :data:`REMOVED`: one holding the value that changed
     nothing is dropped, any other value refused, naming the key."""
     for key, (inert, why) in REMOVED.items():
-        *parents, name = key.split(".")
-        node = functools.reduce(lambda d, k: d.get(k, {}) if isinstance(d, dict) else {},
-                                parents, data)
-        if not isinstance(node, dict) or name not in node:
+        node, name = _section(data, key)
+        if node is None or name not in node:
             continue
         if node[name] != inert:
             raise ConfigError(f"{key}={node[name]!r} in a stored config is invalid: {why}; "
                               "delete the key from the run's config.yaml to load it")
         data = copy.deepcopy(data)
-        functools.reduce(dict.get, parents, data).pop(name)
+        _section(data, key)[0].pop(name)
     return data
+
+
+def _section(data: dict, key: str) -> tuple[dict | None, str]:
+    """The dict of ``data`` that holds dotted ``key`` (None where a section on its path is
+    missing) and the key's last name."""
+    *parents, name = key.split(".")
+    node = functools.reduce(lambda d, k: d.get(k) if isinstance(d, dict) else None, parents, data)
+    return (node if isinstance(node, dict) else None), name
 
 
 def _upgrade_packing(data: dict) -> dict:

@@ -225,16 +225,13 @@ def needed_runs_by_cell(findings: list[Finding], root: str
     run two of them need is in both."""
     from playground.config import Composer
     from playground.run.train import finished_summary
-    from playground.sweep.spec import find_sweep_file, load_sweep
 
     groups, compose, configs, todo_of = [], Composer(), {}, {}
     for finding in findings:
         for cell in finding.cells:
             todo, seen = [], set()
             for side in finding.sides:
-                extra = [f"seed={','.join(map(str, finding.seeds))}", f"size={cell.size}"]
-                sweep = dataclasses.replace(load_sweep(find_sweep_file(side.sweep), side.scale,
-                                                       cell.panel, extra, side.variant), root=root)
+                sweep = dataclasses.replace(_side_sweep(side, cell, finding.seeds), root=root)
                 for overrides in sweep.runs():
                     key = tuple(overrides)
                     if key in seen:
@@ -458,19 +455,25 @@ def _planned_label(side: Side, cell: Cell, seed: int) -> str:
     from playground.config import compose, from_container
     from playground.report.table import flatten
     from playground.run.rundir import run_record
-    from playground.sweep.spec import find_sweep_file, load_sweep
+    from playground.sweep.spec import find_sweep_file
 
     try:
-        path = find_sweep_file(side.sweep)
+        find_sweep_file(side.sweep)
     except ConfigError:
         return ""
-    sweep = load_sweep(path, side.scale, cell.panel, [f"seed={seed}", f"size={cell.size}"],
-                       side.variant)
-    overrides = next(iter(sweep.runs()), None)
+    overrides = next(iter(_side_sweep(side, cell, (seed,)).runs()), None)
     if overrides is None:
         return ""
     config = from_container(OmegaConf.to_container(compose(overrides), resolve=True))
     return _label(pd.Series(flatten(run_record(config), "record.")))
+
+
+def _side_sweep(side: Side, cell: Cell, seeds: tuple[int, ...]):
+    """The sweep of ``side``'s variant at ``cell`` and ``seeds`` (``spec.load_sweep``)."""
+    from playground.sweep.spec import find_sweep_file, load_sweep
+
+    return load_sweep(find_sweep_file(side.sweep), side.scale, cell.panel,
+                      [f"seed={','.join(map(str, seeds))}", f"size={cell.size}"], side.variant)
 
 
 def _variant_runs(frame: pd.DataFrame, side: Side) -> pd.DataFrame:
