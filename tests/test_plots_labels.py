@@ -171,3 +171,16 @@ def test_lengthgen_lines_can_be_told_apart():
     assert len({str(line._unscaled_dash_pattern) for line in lines}) == 7  # seven dash styles
     assert len({line.get_xdata()[0] for line in lines}) == 7  # offset at the same scale
     assert all(abs(np.log2(line.get_xdata()[0])) < 0.2 for line in lines)  # but still at 1×
+
+
+def test_canon_labels_read_each_detail_once():
+    """A Canon id's details become one legend item each, an init value with "_" included."""
+    from playground.report.cells import canon_id
+
+    run = pd.Series({"record.canon.positions": "DCBA", "record.canon.residual": False,
+                     "record.canon.details": ["nores", "initrandom_fixed"]})
+    assert canon_id(run) == "abcd_nores_initrandom-fixed"
+    assert plots.canon_label(canon_id(run)) == "Canon-ABCD(no-res, init random-fixed)"
+    assert plots.canon_label("abcd_res_initx4_silu") == "Canon-ABCD(res, init ×4, silu)"
+    assert plots.canon_label("ab_nores") == "Canon-AB(no-res)"
+    assert plots.canon_label("conv1d") == "conv1d"

@@ -50,7 +50,8 @@ def canon_id(run: pd.Series) -> str:
     from the record's Canon fields and the mixer's own short convolution (``conv``)."""
     positions = run.get("record.canon.positions")
     if isinstance(positions, str) and positions:
-        details = [d for d in run.get("record.canon.details") if d != "nores"]
+        # one "_"-free word a detail (``initrandom_fixed`` -> ``initrandom-fixed``)
+        details = [d.replace("_", "-") for d in run.get("record.canon.details") if d != "nores"]
         residual = "res" if run.get("record.canon.residual") else "nores"
         return "_".join(["".join(sorted(positions)).lower(), residual, *details])
     if run.get("record.arch.conv") == "conv1d":

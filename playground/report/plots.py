@@ -57,13 +57,21 @@ ARCH_NAMES = {"llama_rope": "Llama(RoPE)", "llama_nope": "Llama(NoPE)",
 
 
 def canon_label(canon: str) -> str:
-    """``abcd_res`` -> ``Canon-ABCD(res)``, ``ab_nores`` -> ``Canon-AB(no-res)``;
-    conv names stay."""
+    """``abcd_res`` -> ``Canon-ABCD(res)``, ``ab_nores`` -> ``Canon-AB(no-res)``,
+    ``abcd_nores_initrandom-fixed`` -> ``Canon-ABCD(no-res, init random-fixed)``,
+    ``abcd_res_initx4`` -> ``Canon-ABCD(res, init ×4)``; conv names stay."""
     parts = canon.split("_")
     if canon in ("none", "conv1d", "noconv1d") or parts[0].strip("abcd"):
         return canon
-    extra = "".join(f", {p}" for p in parts[2:])
+    extra = "".join(f", {detail_label(p)}" for p in parts[2:])
     return f"Canon-{parts[0].upper()}({'no-res' if parts[1] == 'nores' else 'res'}{extra})"
+
+
+def detail_label(detail: str) -> str:
+    """A Canon detail of a run name as a legend reads it (``initzero`` -> ``init zero``)."""
+    if detail.startswith("initx"):
+        return f"init ×{detail[5:]}"
+    return f"init {detail[4:]}" if detail.startswith("init") else detail
 
 
 def variant_label(architecture: str, canon: str) -> str:
