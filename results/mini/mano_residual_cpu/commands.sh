@@ -50,6 +50,18 @@ wait
 #   run ABCD_nores_fixed_s1 canon=ABCD_nores model.canon.init=random_fixed seed=1
 #   run ABCD_fixed canon=ABCD model.canon.init=random_fixed
 #   run ABCD_nores_x025 canon=ABCD_nores model.canon.init_scale=0.25
+# Eleven more at commit 1968b62 (the training code as at d1a0f61), four, four, then three at a time, the same way:
+#   run ABCD_nores_fixed_x4 canon=ABCD_nores model.canon.init=random_fixed model.canon.init_scale=4
+#   run ABCD_nores_fixed_x4_s1 canon=ABCD_nores model.canon.init=random_fixed model.canon.init_scale=4 seed=1
+#   run ABCD_nores_fixed_k1 canon=ABCD_nores model.canon.init=random_fixed model.canon.kernel=1 model.canon.init_scale=0.5
+#   run ABCD_nores_fixed_k1_s1 canon=ABCD_nores model.canon.init=random_fixed model.canon.kernel=1 model.canon.init_scale=0.5 seed=1
+#   run ABCD_nores_fixed_k1x1 canon=ABCD_nores model.canon.init=random_fixed model.canon.kernel=1
+#   run ABCD_nores_fixed_k1x1_s1 canon=ABCD_nores model.canon.init=random_fixed model.canon.kernel=1 seed=1
+#   run ABCD_nores_fixed_x2 canon=ABCD_nores model.canon.init=random_fixed model.canon.init_scale=2
+#   run ABCD_nores_fixed_x05 canon=ABCD_nores model.canon.init=random_fixed model.canon.init_scale=0.5
+#   run ABCD_nores_fixed_x2_s1 canon=ABCD_nores model.canon.init=random_fixed model.canon.init_scale=2 seed=1
+#   run ABCD_nores_fixed_x05_s1 canon=ABCD_nores model.canon.init=random_fixed model.canon.init_scale=0.5 seed=1
+#   run ABCD_fixed_s1 canon=ABCD model.canon.init=random_fixed seed=1
 # the records (without checkpoints) into this folder, then its tables:
 #   for d in /tmp/mp/*/; do mkdir -p results/mini/mano_residual_cpu/$(basename $d)
 #     cp $d/{config.yaml,summary.json,metrics.jsonl,train.log} results/mini/mano_residual_cpu/$(basename $d)/; done
