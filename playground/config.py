@@ -17,6 +17,7 @@ import copy
 import dataclasses
 import difflib
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,6 +142,9 @@ class CanonConfig:
     init: str = "default"
     # the default init's bound × this: taps U(-s/sqrt(K), s/sqrt(K)) (default and random_fixed)
     init_scale: float = 1.0
+    # added to the current token's tap after the init (any init): with no activation, nores + 1
+    # starts as res, res - 1 as nores
+    init_current: float = 0.0
     # auto: the Triton Canon kernel on CUDA when available (Canon-B fused into the q/k/v split and
     # RoPE where RoPE turns whole heads), else torch | torch | triton (required; the plain kernel,
     # no fusion) | fused: every fusion, also Canon-D into SwiGLU (CUDA; the least memory) |
@@ -164,6 +168,8 @@ class CanonConfig:
         check(self.init_scale == 1.0 or self.init in ("default", "random_fixed"),
               "model.canon.init_scale", self.init_scale,
               f"1 with model.canon.init={self.init} (it scales the default init's taps)")
+        check(isinstance(self.init_current, (int, float)) and math.isfinite(self.init_current),
+              "model.canon.init_current", self.init_current, "a finite number")
         check(self.backend in BACKENDS, "model.canon.backend", self.backend, f"one of {BACKENDS}")
         if self.backend == "causal_conv1d":
             check(2 <= self.kernel <= 4, "model.canon.kernel", self.kernel,
@@ -192,6 +198,7 @@ def canon_details(c) -> list[str]:
     parts += ["bias"] if c.bias else []
     parts += [] if c.init == "default" else [f"init{c.init}"]
     parts += [] if getattr(c, "init_scale", 1.0) == 1.0 else [f"initx{c.init_scale:g}"]
+    parts += [] if getattr(c, "init_current", 0.0) == 0 else [f"initc{c.init_current:+g}"]
     parts += [] if c.dynamic == "none" else [f"dyn{c.dynamic}"]
     parts += ["alllinear"] if c.after_every_linear else []
     return parts
@@ -688,7 +695,7 @@ def check_removed_keys(overrides: list[str]) -> None:
 
 # keys added to the schema since runs were stored -> the value that computes what runs without
 # the key computed
-ADDED = {"model.canon.init_scale": 1.0}
+ADDED = {"model.canon.init_scale": 1.0, "model.canon.init_current": 0.0}
 
 
 def upgrade(data: dict) -> dict:

@@ -255,9 +255,12 @@ def test_old_run_configs_say_how_they_were_packed(tmp_path):
             check_same_run(tmp_path / preset, new)
 
 
-def test_old_run_configs_read_a_key_added_since_at_its_inert_value(tmp_path):
-    """A stored config without ``model.canon.init_scale`` (added to the schema later) reads as
-    the default init it trained with, and its run resumes under today's config."""
+@pytest.mark.parametrize("key,inert,changed", [("init_scale", 1.0, 4.0),
+                                               ("init_current", 0.0, 1.0)])
+def test_old_run_configs_read_a_key_added_since_at_its_inert_value(tmp_path, key, inert, changed):
+    """A stored config without ``model.canon.init_scale`` or ``init_current`` (added to the
+    schema later) reads as the default init it trained with, and its run resumes under today's
+    config."""
     from omegaconf import OmegaConf
 
     from playground.config import ADDED, compose, upgrade
@@ -266,19 +269,18 @@ def test_old_run_configs_read_a_key_added_since_at_its_inert_value(tmp_path):
     new = OmegaConf.to_container(compose(["task=depo_tiny", "canon=ABCD",
                                           f"out_dir={tmp_path}"]), resolve=True)
     old = {**new, "model": {**new["model"], "canon": {
-        k: v for k, v in new["model"]["canon"].items() if k != "init_scale"}}}
-    assert set(ADDED) == {"model.canon.init_scale"}
-    assert upgrade(old)["model"]["canon"]["init_scale"] == 1.0 and "init_scale" not in (
+        k: v for k, v in new["model"]["canon"].items() if k != key}}}
+    assert set(ADDED) == {"model.canon.init_scale", "model.canon.init_current"}
+    assert upgrade(old)["model"]["canon"][key] == inert and key not in (
         old["model"]["canon"])  # the stored dict is not changed
-    assert from_container(old).model.canon.init_scale == 1.0
+    assert getattr(from_container(old).model.canon, key) == inert
     no_model = {"task": {"name": "depo"}, "data": {"packing": "auto"}}
     assert upgrade(no_model) == no_model
     (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(old))
     check_same_run(tmp_path, new)
-    scaled = {**new, "model": {**new["model"], "canon": {**new["model"]["canon"],
-                                                          "init_scale": 4.0}}}
-    with pytest.raises(ConfigError, match="model.canon.init_scale: 1.0 -> 4.0"):
-        check_same_run(tmp_path, scaled)
+    other = {**new, "model": {**new["model"], "canon": {**new["model"]["canon"], key: changed}}}
+    with pytest.raises(ConfigError, match=f"model.canon.{key}: {inert} -> {changed}"):
+        check_same_run(tmp_path, other)
 
 
 def test_old_run_configs_drop_the_removed_norm_backend(tmp_path):

@@ -182,5 +182,10 @@ def test_canon_labels_read_each_detail_once():
     assert canon_id(run) == "abcd_nores_initrandom-fixed"
     assert plots.canon_label(canon_id(run)) == "Canon-ABCD(no-res, init random-fixed)"
     assert plots.canon_label("abcd_res_initx4_silu") == "Canon-ABCD(res, init ×4, silu)"
+    run = pd.Series({"record.canon.positions": "ABCD", "record.canon.residual": False,
+                     "record.canon.details": ["nores", "initc+1"]})
+    assert plots.canon_label(canon_id(run)) == "Canon-ABCD(no-res, init current +1)"
+    assert plots.canon_label("abcd_res_initx4_initc-0.5") == (
+        "Canon-ABCD(res, init ×4, init current -0.5)")
     assert plots.canon_label("ab_nores") == "Canon-AB(no-res)"
     assert plots.canon_label("conv1d") == "conv1d"

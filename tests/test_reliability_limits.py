@@ -37,6 +37,8 @@ REFUSED = [
     (["run_name="], "run_name"),
     (["sweep="], "sweep"),
     (["run_name=.."], "run_name"),
+    (["model.canon.init_current=nan"], "model.canon.init_current"),
+    (["model.canon.init_current=abc"], "model.canon.init_current"),
     (["-m", "seed=0,1", "task.name="], "task.name"),  # a multirun: Hydra places its points first
     (["-m", "seed=0,1", "sweep="], "sweep"),
 ]

@@ -109,6 +109,68 @@ def test_canon_init_scale_widens_the_default_taps():
     assert CanonConfig(positions="ABCD").tag() == "ABCD"
 
 
+@pytest.mark.parametrize("init", ["default", "zero", "past_average", "random_fixed"])
+def test_canon_init_current_offsets_the_current_tap(init):
+    """``init_current`` c: the init's taps with c added to the current token's (the last) one,
+    static ([C, K]) and dynamic (its bias [K, C]) alike, with every init; in run names."""
+    def taps(current, **extra):
+        cfg = CanonConfig(positions="A", init=init, init_current=current, **extra)
+        layers = (Canon(16, cfg), DynamicCanon(16, 16, CanonConfig(**{**cfg.__dict__,
+                                                                      "dynamic": "lowrank"})))
+        for layer in layers:
+            layer.reset_parameters(torch.Generator().manual_seed(0))
+        return layers[0].weight.detach(), layers[1].bias.detach().T
+
+    for base, shifted in zip(taps(0.0), taps(-1.5)):
+        torch.testing.assert_close(shifted[:, :-1], base[:, :-1], rtol=0, atol=0)
+        torch.testing.assert_close(shifted[:, -1], base[:, -1] - 1.5)
+    if init in ("default", "random_fixed"):
+        torch.testing.assert_close(taps(1.0, init_scale=4)[0], 4 * taps(0.0)[0]
+                                   + torch.tensor([0.0, 0, 0, 1]))  # scaled, then added
+    assert CanonConfig(positions="ABCD", residual=False, init_current=1).tag() == (
+        "ABCD-nores-initc+1")
+    assert CanonConfig(positions="ABCD", init_current=-1).tag() == "ABCD-initc-1"
+    assert CanonConfig(positions="ABCD", init_scale=4, init_current=0.5).tag() == (
+        "ABCD-initx4-initc+0.5")
+
+
+@pytest.mark.parametrize("current", [math.nan, math.inf, "abc"])
+def test_canon_init_current_must_be_a_finite_number(current):
+    """Refused naming the key: built directly, and as an override before any compute."""
+    with pytest.raises(ConfigError, match="model.canon.init_current"):
+        CanonConfig(positions="A", init_current=current)
+    with pytest.raises(ConfigError, match="model.canon.init_current"):
+        to_objects(compose(["canon=ABCD", f"model.canon.init_current={current}"]))
+
+
+@pytest.mark.parametrize("res_current,plain_current", [(0.0, 1.0), (-1.0, 0.0)])
+def test_canon_init_current_one_is_the_residual(res_current, plain_current):
+    """Without an activation, ``x + conv_w(x)`` is ``conv_{w+e}(x)`` (e: 1 on the current
+    token's tap): a residual layer and a non-residual one with ``init_current`` one more, drawn
+    from the same seed, give the same outputs and the same gradients (input and taps); and so
+    do whole models (canon=ABCD against canon=ABCD_nores model.canon.init_current=1)."""
+    grads = []
+    for residual, current in ((True, res_current), (False, plain_current)):
+        layer = Canon(24, CanonConfig(positions="A", residual=residual, init_current=current))
+        layer.reset_parameters(torch.Generator().manual_seed(5))
+        layer = layer.double()
+        x = torch.randn(3, 11, 24, dtype=torch.float64,
+                        generator=torch.Generator().manual_seed(1)).requires_grad_()
+        y = layer(x)
+        (y * torch.linspace(-1, 1, y.numel(), dtype=y.dtype).view_as(y)).sum().backward()
+        grads.append((y.detach(), x.grad, layer.weight.grad))
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b)
+    ids = torch.randint(0, V, (2, 12), generator=torch.Generator().manual_seed(2))
+    logits = []
+    for residual, current in ((True, res_current), (False, plain_current)):
+        canon = CanonConfig(positions="ABCD", residual=residual, init_current=current)
+        cfg = ModelConfig(n_layers=2, d_model=64, head_dim=16, mixer=MIXERS["nope"], canon=canon)
+        with torch.no_grad():
+            logits.append(build_model(cfg, V, seed=3).eval().double()(ids))
+    assert torch.allclose(*logits)
+
+
 def test_random_fixed_canon_gets_no_gradient():
     model = model_for("rope", "ABCD-random_fixed")
     model.train()

@@ -40,11 +40,12 @@ __all__ = ["Canon", "CanonConfig", "DynamicCanon", "NoCanon", "ShortConv", "cano
 
 
 def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generator | None,
-              scale: float = 1.0) -> None:
+              scale: float = 1.0, current: float = 0.0) -> None:
     """Initialise filter taps in place (K taps along ``axis``, the last one on the current
     token): ``zero``; ``past_average`` (the current token 0, each earlier one 1/(K-1)); else
     PyTorch's Conv1d default for a depthwise conv, U(-1/sqrt(K), 1/sqrt(K)), its bound ×
-    ``scale``."""
+    ``scale``. Then ``current`` is added to the current token's tap (without an activation,
+    ``x + conv_w(x)`` is ``conv_{w+1}(x)``: 1 starts a non-residual layer as a residual one)."""
     k = taps.shape[axis]
     with torch.no_grad():
         if init == "zero":
@@ -55,6 +56,8 @@ def init_taps(taps: torch.Tensor, axis: int, init: str, generator: torch.Generat
         else:
             bound = scale / math.sqrt(k)
             taps.uniform_(-bound, bound, generator=generator)
+        if current:
+            taps.select(axis, k - 1).add_(current)
 
 
 def conv_input(layer: nn.Module, x: torch.Tensor, seq,
@@ -181,7 +184,8 @@ class Canon(CanonReads, nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        init_taps(self.weight, 1, self.cfg.init, generator, self.cfg.init_scale)
+        init_taps(self.weight, 1, self.cfg.init, generator, self.cfg.init_scale,
+                  self.cfg.init_current)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -313,7 +317,8 @@ class DynamicCanon(CanonReads, nn.Module):
         else:
             nn.init.zeros_(self.proj.weight)
         # static Canon's rule, taps first: [K, C]
-        init_taps(self.bias, 0, self.cfg.init, generator, self.cfg.init_scale)
+        init_taps(self.bias, 0, self.cfg.init, generator, self.cfg.init_scale,
+                  self.cfg.init_current)
 
     def filters(self, h: torch.Tensor) -> torch.Tensor:
         """Per-position filters [B, T, C, K] (the reference path materialises them)."""

@@ -59,7 +59,8 @@ ARCH_NAMES = {"llama_rope": "Llama(RoPE)", "llama_nope": "Llama(NoPE)",
 def canon_label(canon: str) -> str:
     """``abcd_res`` -> ``Canon-ABCD(res)``, ``ab_nores`` -> ``Canon-AB(no-res)``,
     ``abcd_nores_initrandom-fixed`` -> ``Canon-ABCD(no-res, init random-fixed)``,
-    ``abcd_res_initx4`` -> ``Canon-ABCD(res, init ×4)``; conv names stay."""
+    ``abcd_res_initx4`` -> ``Canon-ABCD(res, init ×4)``, ``abcd_nores_initc+1`` ->
+    ``Canon-ABCD(no-res, init current +1)``; conv names stay."""
     parts = canon.split("_")
     if canon in ("none", "conv1d", "noconv1d") or parts[0].strip("abcd"):
         return canon
@@ -71,6 +72,8 @@ def detail_label(detail: str) -> str:
     """A Canon detail of a run name as a legend reads it (``initzero`` -> ``init zero``)."""
     if detail.startswith("initx"):
         return f"init ×{detail[5:]}"
+    if detail.startswith("initc"):
+        return f"init current {detail[5:]}"
     return f"init {detail[4:]}" if detail.startswith("init") else detail
 
 

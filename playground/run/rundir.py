@@ -463,7 +463,7 @@ def git_dirty() -> bool | None:
 # mixer fields that choose how, not what, to compute
 HOW = ("name", "backend", "autotune", "chunk")
 CANON_FIELDS = ("positions", "residual", "kernel", "activation", "bias", "init", "init_scale",
-                "dynamic", "rank", "group", "after_every_linear")
+                "init_current", "dynamic", "rank", "group", "after_every_linear")
 
 
 def run_record(cfg: Config) -> dict:
