@@ -164,7 +164,8 @@ class CanonConfig:
         check(self.activation in ACTIVATIONS, "model.canon.activation", self.activation,
               f"one of {ACTIVATIONS}")
         check(self.init in INITS, "model.canon.init", self.init, f"one of {INITS}")
-        check(self.init_scale > 0, "model.canon.init_scale", self.init_scale, "a number > 0")
+        check(math.isfinite(self.init_scale) and self.init_scale > 0, "model.canon.init_scale",
+              self.init_scale, "a finite number > 0")
         check(self.init_scale == 1.0 or self.init in ("default", "random_fixed"),
               "model.canon.init_scale", self.init_scale,
               f"1 with model.canon.init={self.init} (it scales the default init's taps)")

@@ -73,7 +73,8 @@ def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     root = tmp_path / "results" / "fig7_cpu"
-    deadline = time.time() + 900  # the kill comes at the fifth finished run; a loaded machine is slower
+    # the kill comes at the fifth finished run; a loaded machine is slower
+    deadline = time.time() + 900
     while (time.time() < deadline
            and sum(s.get("status") == "finished" for s in summaries(root).values()) < 5):
         time.sleep(0.1)

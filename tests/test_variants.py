@@ -101,8 +101,8 @@ def test_canon_init_scale_widens_the_default_taps():
         draws[scale] = layer.weight.detach()
     torch.testing.assert_close(draws[4.0], 4 * draws[1.0])
     assert 1.9 < draws[4.0].abs().max() <= 2.0  # the bound: 4 / sqrt(4)
-    for bad in ({"init_scale": 0.0}, {"init": "zero", "init_scale": 2.0},
-                {"init": "past_average", "init_scale": 0.5}):
+    for bad in ({"init_scale": 0.0}, {"init_scale": float("inf")},
+                {"init": "zero", "init_scale": 2.0}, {"init": "past_average", "init_scale": 0.5}):
         with pytest.raises(ConfigError, match="model.canon.init_scale"):
             CanonConfig(positions="A", **bad)
     assert CanonConfig(positions="ABCD", residual=False, init_scale=4).tag() == "ABCD-nores-initx4"
