@@ -66,3 +66,9 @@ wait
 #   for d in /tmp/mp/*/; do mkdir -p results/mini/mano_residual_cpu/$(basename $d)
 #     cp $d/{config.yaml,summary.json,metrics.jsonl,train.log} results/mini/mano_residual_cpu/$(basename $d)/; done
 #   python results/mini/mano_residual_cpu/table.py
+# Four more at commit e10d06b with uncommitted changes in sweeps/findings.yaml only (model.canon.init_current
+# added; the training code otherwise as at d1a0f61), four at a time, the same way:
+#   run ABCD_nores_initc1 canon=ABCD_nores model.canon.init_current=1
+#   run ABCD_nores_initc1_s1 canon=ABCD_nores model.canon.init_current=1 seed=1
+#   run ABCD_initcm1 canon=ABCD model.canon.init_current=-1
+#   run ABCD_initcm1_s1 canon=ABCD model.canon.init_current=-1 seed=1
