@@ -72,3 +72,6 @@ wait
 #   run ABCD_nores_initc1_s1 canon=ABCD_nores model.canon.init_current=1 seed=1
 #   run ABCD_initcm1 canon=ABCD model.canon.init_current=-1
 #   run ABCD_initcm1_s1 canon=ABCD model.canon.init_current=-1 seed=1
+# Two more at commit 947baf8 (the training code as at e10d06b), two at a time, the same way:
+#   run ABCD_nores_initc1_s2 canon=ABCD_nores model.canon.init_current=1 seed=2
+#   run ABCD_initcm1_s2 canon=ABCD model.canon.init_current=-1 seed=2
