@@ -68,13 +68,17 @@ def canon_label(canon: str) -> str:
     return f"Canon-{parts[0].upper()}({'no-res' if parts[1] == 'nores' else 'res'}{extra})"
 
 
+# a Canon detail's prefix in run names -> its words in legends, the longer prefixes first
+DETAIL_WORDS = (("initx", "init ×"), ("initc", "init current "), ("init", "init "))
+
+
 def detail_label(detail: str) -> str:
-    """A Canon detail of a run name as a legend reads it (``initzero`` -> ``init zero``)."""
-    if detail.startswith("initx"):
-        return f"init ×{detail[5:]}"
-    if detail.startswith("initc"):
-        return f"init current {detail[5:]}"
-    return f"init {detail[4:]}" if detail.startswith("init") else detail
+    """A Canon detail of a run name as a legend reads it (``initzero`` -> ``init zero``,
+    ``initx4`` -> ``init ×4``, ``initc+1`` -> ``init current +1``)."""
+    for prefix, words in DETAIL_WORDS:
+        if detail.startswith(prefix):
+            return words + detail[len(prefix):]
+    return detail
 
 
 def variant_label(architecture: str, canon: str) -> str:
