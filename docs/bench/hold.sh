@@ -14,6 +14,9 @@
 #   training row. poll on a machine without a launch (the hold was lost): say so, exit 3.
 # Run the dry run first, here: the same SWEEP ARG ... with gpus=<the machine's> deadline=<s>
 # dry_run=true. Records: copy this call sequence into the dated folder of the campaign.
+# start again while the hold is warm (the last launch ended, in the call before): a second launch on the same
+#   machine; the first packer stops, and runs.tgz and logs.tgz, once rewritten, hold what is newer than this start;
+#   smi.csv and load.txt go on.
 # HOLD_NO_INSTALL=1: the project is importable already (a trial on a development machine).
 set -u
 ROOT=/tmp/hold R=/tmp/hold/report MARGIN_S=${MARGIN_S:-60}
@@ -24,11 +27,13 @@ export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
 if [ "$1" = poll ] && [ ! -e $ROOT/marker ]; then echo "bare machine: nothing to poll"; exit 3; fi
 if [ "$1" = start ]; then
   hold_left=$3; shift 3
+  [ -e $ROOT/packer.pid ] && kill "$(cat $ROOT/packer.pid)" 2> /dev/null
+  rm -f $ROOT/done
   echo $(($(date +%s) + hold_left)) > /tmp/hold_end
   mkdir -p $R /tmp/head "$OUT" && touch $ROOT/marker
   tar cf - --exclude=./.whl . | tar xf - -C /tmp/head
   if ls .whl/*.whl > /dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site
   fi
   gpus=$(nvidia-smi -L 2> /dev/null | wc -l)
@@ -53,6 +58,7 @@ if [ "$1" = start ]; then
     nvidia-smi --query-gpu=utilization.gpu,memory.used,power.draw,clocks.sm --format=csv,noheader \
       >> '$R'/smi.csv 2> /dev/null; uptime >> '$R'/load.txt
   done' > /dev/null 2>&1 < /dev/null &
+  echo $! > $ROOT/packer.pid
   cd - > /dev/null
 fi
 while [ $SECONDS -lt $end ] && [ ! -e $ROOT/done ]; do sleep 10; cp $R/* "$OUT"/ 2> /dev/null; done
