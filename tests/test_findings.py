@@ -455,6 +455,9 @@ def test_a_result_figure_draws_the_cells_with_runs_in_rows_of_four():
     assert [ax.get_title().split(":")[0] for ax in shown] == [f"R{i}" for i in range(6)]
     assert "2 cells without runs not drawn" in fig._suptitle.get_text()
     assert all(ax.get_ylim() == (0, 100) for ax in shown)  # accuracies share one axis
+    assert not any(c.get_clip_on() for c in shown[0].collections)  # a seed at 100 % drawn whole
+    label = next(t for t in shown[0].texts if t.get_text() == "chance")
+    assert 0.3 < label.get_position()[0] < 0.7  # between the bars: never over a bar at chance
     tall = fnd.figure(pd.DataFrame([row(i, "0.1;0.2", "0.9;0.8") for i in range(18)]), "4")
     tall.canvas.draw()  # five rows: the title stays above the first row's panel titles
     assert max(ax.title.get_window_extent().y1 for ax in tall.axes) <= (

@@ -676,14 +676,14 @@ def figure(table: pd.DataFrame, result: str):
             if values:
                 ax.bar(x, np.mean(values), width=0.6, color=SIDE_COLOURS[x], alpha=0.8)
                 ax.scatter([x + 0.12 * (i - (len(values) - 1) / 2) for i in range(len(values))],
-                           values, color="black", s=14, zorder=3)
+                           values, color="black", s=14, zorder=3, clip_on=False)  # 100 % whole
             else:
                 ax.text(x, 0.5, "no run", ha="center", va="center", fontsize=7,
                         transform=ax.get_xaxis_transform())
         _value_axis(ax, r, scale)
         if pd.notna(r["chance"]) and r["chance"] is not None:
-            ax.text(1.45, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="right",
-                    va="bottom")
+            ax.text(0.5, scale * r["chance"], "chance", color="#c53030", fontsize=6, ha="center",
+                    va="bottom")  # between the bars, clear of both
         # a table without labels (written before they were): the variant names
         ax.set_xticks([0, 1], [_wrap(r.get(f"label_{s}", r[s])) for s in "ab"], fontsize=6)
         ax.set_xlim(-0.6, 1.6)  # both sides' places, also where one has no run
