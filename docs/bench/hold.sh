@@ -1,12 +1,15 @@
 #!/bin/bash
 # A sweep on a machine lent for one hold, driven by calls of at most SECONDS each:
-#   bash docs/bench/hold.sh start SECONDS HOLD_LEFT_S SWEEP [ARG ...]
+#   bash docs/bench/hold.sh start SECONDS HOLD_LEFT_S SWEEP [ARG ...] [--then SWEEP [ARG ...] ...]
 #   bash docs/bench/hold.sh poll SECONDS
 # start: copy the repository (the working tree that travelled) to /tmp/head, install the wheels of
 #   .whl (if any), and start detached `playground-sweep SWEEP ARG ... launcher=local gpus=<all>
 #   deadline=<s>`, the deadline being HOLD_LEFT_S (the seconds of the hold the launch may use,
 #   from this call's start) less the set-up and MARGIN_S (default 60 s, so that the records come
-#   back); ARG holds the rest (scale=, root=, per_gpu=, margin=, whole=true, results=, ...). Beside
+#   back); ARG holds the rest (scale=, root=, per_gpu=, margin=, whole=true, results=, ...). After
+#   each --then, a further sweep, launched when the one before has ended, with the deadline then left
+#   (none when less than MIN_LAUNCH_S, default 120 s): a launch that ends early leaves its time to
+#   the next, in the same hold, with no machine start between. Beside
 #   it a packer, every 20 s: the finished new run records under results/ (checkpoints left out)
 #   into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
 # both: copy the report folder to $OUT (default /tmp/hold/out) every 10 s until SECONDS have
@@ -19,7 +22,7 @@
 #   smi.csv and load.txt go on.
 # HOLD_NO_INSTALL=1: the project is importable already (a trial on a development machine).
 set -u
-ROOT=/tmp/hold R=/tmp/hold/report MARGIN_S=${MARGIN_S:-60}
+ROOT=/tmp/hold R=/tmp/hold/report MARGIN_S=${MARGIN_S:-60} MIN_LAUNCH_S=${MIN_LAUNCH_S:-120}
 OUT=${OUT:-$ROOT/out}
 end=$((SECONDS + $2))
 export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
@@ -41,12 +44,22 @@ if [ "$1" = start ]; then
     python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > $R/gpu.txt 2>&1
   cd /tmp/head
   [ -n "${HOLD_NO_INSTALL:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null
-  deadline=$(($(cat /tmp/hold_end) - $(date +%s) - MARGIN_S))
-  args="$* launcher=local deadline=$deadline"
-  [ "$gpus" -gt 0 ] && args="$args gpus=$gpus"
-  echo "launch at $(date -u +%FT%TZ): playground-sweep $args" > $R/launch.log
-  setsid nohup bash -c "python3 -m playground.sweep.cli $args >> $R/launch.log 2>&1;
-      rc=\$?; echo \"launch ended at \$(date -u +%FT%TZ), rc \$rc\" >> $R/launch.log; touch $ROOT/done" \
+  # the sweeps, one after the other, each with the deadline left at its start
+  g=""; [ "$gpus" -gt 0 ] && g=" gpus=$gpus"
+  { seg=""
+    for a in "$@" --then; do
+      if [ "$a" != --then ]; then seg="$seg $(printf %q "$a")"; continue; fi
+      [ -n "$seg" ] && cat << EOS
+left=\$((\$(cat /tmp/hold_end) - \$(date +%s) - $MARGIN_S))
+if [ \$left -lt $MIN_LAUNCH_S ]; then echo "not launched, \$left s left: playground-sweep$seg"
+else echo "launch at \$(date -u +%FT%TZ): playground-sweep$seg launcher=local deadline=\$left$g"
+  python3 -m playground.sweep.cli$seg launcher=local deadline=\$left$g
+  echo "launch ended at \$(date -u +%FT%TZ), rc \$?"; fi
+EOS
+      seg=""
+    done; } > $ROOT/launch.sh
+  : > $R/launch.log
+  setsid nohup bash -c "bash $ROOT/launch.sh >> $R/launch.log 2>&1; touch $ROOT/done" \
     > /dev/null 2>&1 < /dev/null &
   setsid nohup bash -c 'cd /tmp/head; while sleep 20; do
     done=$(find results -name summary.json -newer '$ROOT'/marker \

@@ -15,7 +15,8 @@
 #     rm -f /tmp/hold/done; bash docs/bench/hold.sh start 570 690 fig7 scale=mini panels=depo1_K4,mano root=results/mini/runs per_gpu=4 margin=0.9 whole=true
 #   give_back
 # (hold.sh now does the rm itself and stops the first packer; here both packers ran, so smi.csv and load.txt
-# hold two lines per 20 s from the second launch on.)
+# hold two lines per 20 s from the second launch on. With hold.sh's --then, one start does both launches:
+#   bash docs/bench/hold.sh start 585 1600 findings results=10,6,7,4,8,9,5 ... whole=true --then fig7 scale=mini ...)
 # Then, here: the run records from both runs.tgz into results/mini/runs/, and
 #   playground-report findings results/mini/runs out=results/mini/findings update=README.md,results/mini/README.md
 #   python docs/bench/2026-11-26-cost-estimate/check.py results/mini/runs > docs/bench/2026-11-26-cost-estimate/check.txt
