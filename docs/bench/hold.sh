@@ -20,9 +20,12 @@
 # start again while the hold is warm (the last launch ended, in the call before): a second launch on the same
 #   machine; the first packer stops, and runs.tgz and logs.tgz, once rewritten, hold what is newer than this start;
 #   smi.csv and load.txt go on.
-# HOLD_NO_INSTALL=1: the project is importable already (a trial on a development machine).
+# HOLD_NO_INSTALL=1: the project is importable already (a trial on a development machine); HOLD_TMP: the
+#   folder of hold/, head/ and hold_end (default /tmp; tests/test_hold_script.py tries the queue so).
 set -u
-ROOT=/tmp/hold R=/tmp/hold/report MARGIN_S=${MARGIN_S:-60} MIN_LAUNCH_S=${MIN_LAUNCH_S:-120}
+T=${HOLD_TMP:-/tmp}  # the folders below; HOLD_TMP: elsewhere (a trial, a test)
+ROOT=$T/hold R=$T/hold/report HEAD=$T/head END=$T/hold_end
+MARGIN_S=${MARGIN_S:-60} MIN_LAUNCH_S=${MIN_LAUNCH_S:-120}
 OUT=${OUT:-$ROOT/out}
 end=$((SECONDS + $2))
 export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
@@ -32,9 +35,9 @@ if [ "$1" = start ]; then
   hold_left=$3; shift 3
   [ -e $ROOT/packer.pid ] && kill "$(cat $ROOT/packer.pid)" 2> /dev/null
   rm -f $ROOT/done
-  echo $(($(date +%s) + hold_left)) > /tmp/hold_end
-  mkdir -p $R /tmp/head "$OUT" && touch $ROOT/marker
-  tar cf - --exclude=./.whl . | tar xf - -C /tmp/head
+  echo $(($(date +%s) + hold_left)) > $END
+  mkdir -p $R $HEAD "$OUT" && touch $ROOT/marker
+  tar cf - --exclude=./.whl . | tar xf - -C $HEAD
   if ls .whl/*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site
@@ -42,7 +45,7 @@ if [ "$1" = start ]; then
   gpus=$(nvidia-smi -L 2> /dev/null | wc -l)
   { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; cat /proc/uptime
     python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > $R/gpu.txt 2>&1
-  cd /tmp/head
+  cd $HEAD
   [ -n "${HOLD_NO_INSTALL:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null
   # the sweeps, one after the other, each with the deadline left at its start
   g=""; [ "$gpus" -gt 0 ] && g=" gpus=$gpus"
@@ -50,7 +53,7 @@ if [ "$1" = start ]; then
     for a in "$@" --then; do
       if [ "$a" != --then ]; then seg="$seg $(printf %q "$a")"; continue; fi
       [ -n "$seg" ] && cat << EOS
-left=\$((\$(cat /tmp/hold_end) - \$(date +%s) - $MARGIN_S))
+left=\$((\$(cat $END) - \$(date +%s) - $MARGIN_S))
 if [ \$left -lt $MIN_LAUNCH_S ]; then echo "not launched, \$left s left: playground-sweep$seg"
 else echo "launch at \$(date -u +%FT%TZ): playground-sweep$seg launcher=local deadline=\$left$g"
   python3 -m playground.sweep.cli$seg launcher=local deadline=\$left$g
@@ -61,7 +64,7 @@ EOS
   : > $R/launch.log
   setsid nohup bash -c "bash $ROOT/launch.sh >> $R/launch.log 2>&1; touch $ROOT/done" \
     > /dev/null 2>&1 < /dev/null &
-  setsid nohup bash -c 'cd /tmp/head; while sleep 20; do
+  setsid nohup bash -c 'cd '$HEAD'; while sleep 20; do
     done=$(find results -name summary.json -newer '$ROOT'/marker \
            -exec grep -l "\"status\": \"finished\"" {} + 2> /dev/null | xargs -r -n1 dirname)
     [ -n "$done" ] && tar czf '$R'/.runs.tgz --exclude=checkpoints $done 2> /dev/null &&
@@ -78,7 +81,7 @@ while [ $SECONDS -lt $end ] && [ ! -e $ROOT/done ]; do sleep 10; cp $R/* "$OUT"/
 [ -e $ROOT/done ] && [ $SECONDS -le $((end - 25)) ] && sleep 25  # the packer's last round
 cp $R/* "$OUT"/ 2> /dev/null
 tail -15 $R/launch.log
-find /tmp/head/results -name metrics.jsonl -newer $ROOT/marker 2> /dev/null | while read -r f; do
+find $HEAD/results -name metrics.jsonl -newer $ROOT/marker 2> /dev/null | while read -r f; do
   echo "$(basename "$(dirname "$f")") $(grep '"train"' "$f" | tail -1 | cut -c1-120)"
 done
-echo "hold left: $(($(cat /tmp/hold_end) - $(date +%s))) s"
+echo "hold left: $(($(cat $END) - $(date +%s))) s"

@@ -1,0 +1,52 @@
+"""docs/bench/hold.sh, the driver of a sweep on a lent machine, tried without a GPU: `--then`
+launches each sweep when the one before has ended, with the deadline then left, and none with
+less than MIN_LAUNCH_S left. Dry-run sweeps stand in for the launches (seconds each)."""
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HOLD = Path(__file__).resolve().parents[1] / "docs" / "bench" / "hold.sh"
+DRY = ["scale=mini", "panels=mano", "dry_run=true"]
+
+
+def hold(tmp_path: Path, hold_left: int, *sweeps: list[str]) -> str:
+    """``hold.sh start`` with the sweeps joined by ``--then``, in ``tmp_path``; the launch log."""
+    work = tmp_path / "repo"  # what travels: nothing is needed, the package is installed
+    work.mkdir(exist_ok=True)
+    args = [a for sweep in sweeps for a in ["--then", *sweep]][1:]
+    env = {**os.environ, "HOLD_TMP": str(tmp_path), "HOLD_NO_INSTALL": "1",
+           "OUT": str(tmp_path / "out"), "MIN_LAUNCH_S": "100",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        subprocess.run(["bash", str(HOLD), "start", "240", str(hold_left), *args], cwd=work,
+                       env=env, capture_output=True, text=True, timeout=300, check=True)
+    finally:
+        packer = tmp_path / "hold" / "packer.pid"
+        if packer.exists():
+            os.kill(int(packer.read_text()), signal.SIGTERM)
+    assert (tmp_path / "hold" / "done").exists()  # the queue ended before the call's 240 s
+    return (tmp_path / "hold" / "report" / "launch.log").read_text()
+
+
+@pytest.mark.slow
+def test_then_launches_each_sweep_after_the_one_before_with_the_deadline_left(tmp_path):
+    log = hold(tmp_path, 400, ["fig7", *DRY], ["probe", *DRY, "variants=llama_alibi"])
+    starts = re.findall(r"launch at (\S+): playground-sweep (\w+) .* deadline=(\d+)$", log, re.M)
+    assert [s[1] for s in starts] == ["fig7", "probe"]
+    assert 300 <= int(starts[1][2]) <= int(starts[0][2]) <= 340  # 400 s less the margin, then less
+    assert log.count("launch ended at") == 2 and log.count(", rc 0") == 2
+    assert log.index("launch ended at") < log.index("playground-sweep probe")  # one after the other
+    assert "60 of 60 runs to do" in log and "3 of 3 runs to do" in log  # each sweep's own runs
+    assert "not launched" not in log
+
+
+@pytest.mark.slow
+def test_no_launch_with_less_than_min_launch_s_left(tmp_path):
+    log = hold(tmp_path, 150, ["fig7", *DRY])  # 150 s less the 60-s margin: under 100
+    assert re.search(r"^not launched, \d+ s left: playground-sweep fig7 scale=mini", log, re.M)
+    assert "launch at" not in log
