@@ -49,16 +49,19 @@ if [ "$1" = start ]; then
   [ -n "${HOLD_NO_INSTALL:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null
   # the sweeps, one after the other, each with the deadline left at its start
   g=""; [ "$gpus" -gt 0 ] && g=" gpus=$gpus"
-  { seg=""
+  { cat << EOS
+launch() {
+  left=\$((\$(cat $END) - \$(date +%s) - $MARGIN_S))
+  if [ \$left -lt $MIN_LAUNCH_S ]; then echo "not launched, \$left s left: playground-sweep \$*"; return; fi
+  echo "launch at \$(date -u +%FT%TZ): playground-sweep \$* launcher=local deadline=\$left$g"
+  python3 -m playground.sweep.cli "\$@" launcher=local deadline=\$left$g
+  echo "launch ended at \$(date -u +%FT%TZ), rc \$?"
+}
+EOS
+    seg=""
     for a in "$@" --then; do
       if [ "$a" != --then ]; then seg="$seg $(printf %q "$a")"; continue; fi
-      [ -n "$seg" ] && cat << EOS
-left=\$((\$(cat $END) - \$(date +%s) - $MARGIN_S))
-if [ \$left -lt $MIN_LAUNCH_S ]; then echo "not launched, \$left s left: playground-sweep$seg"
-else echo "launch at \$(date -u +%FT%TZ): playground-sweep$seg launcher=local deadline=\$left$g"
-  python3 -m playground.sweep.cli$seg launcher=local deadline=\$left$g
-  echo "launch ended at \$(date -u +%FT%TZ), rc \$?"; fi
-EOS
+      [ -n "$seg" ] && echo "launch$seg"
       seg=""
     done; } > $ROOT/launch.sh
   : > $R/launch.log
