@@ -169,6 +169,7 @@ def test_tiny_run_trains_on_cuda(make_cfg):
     summary = run(make_cfg("train.device=cuda", "train.steps=60", "train.eval_every=0",
                            "task.context=256", "train.batch_size=16"))
     assert summary["status"] == "finished" and summary["device"].startswith("cuda")
+    assert summary["device_name"] == torch.cuda.get_device_name()
     assert summary["peak_memory_bytes"] > 0 and summary["final_loss"] < 2.0
 
 

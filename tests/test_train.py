@@ -40,6 +40,7 @@ def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     assert saved["params"]["total"] > 0 and saved["primary_metric"] == "acc_at_K"
     # Llama: one path (the linear mixers record theirs, tests/test_mixers.py)
     assert saved["kernels"] == {}
+    assert saved["device_name"] == "cpu" and saved["versions"]["torch"] == runs.torch.__version__
     assert set(saved["metrics"]) >= {"acc", "tok_acc", "acc_k1", "acc_k2", "acc_at_K", "acc_at_K2"}
     assert summary["metrics"] == saved["metrics"]
     evals = [r for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "eval"]
@@ -47,6 +48,24 @@ def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     # playground-eval on the final checkpoint reproduces the run's final metrics exactly
     again = evaluate_run(out, device="cpu")
     assert again["step"] == 40 and again["metrics"] == saved["metrics"]
+
+
+def test_versions_record_the_kernel_packages_that_are_installed(monkeypatch):
+    """A run's ``versions`` name the kernel packages present (fla-core for GLA, ...) and leave out
+    those absent, as well as the packages every run has."""
+    from importlib import metadata
+
+    installed = {"fla-core": "0.6.0", "triton": "3.6.0"}
+
+    def version(name):
+        if name in installed:
+            return installed[name]
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    found = runs.versions()
+    assert {k: found[k] for k in runs.KERNEL_PACKAGES if k in found} == installed
+    assert {"python", "torch", "numpy", "omegaconf", "cuda"} <= set(found)
 
 
 def test_the_logged_gradient_norm_is_each_intervals_mean_and_largest(make_cfg, tmp_path):

@@ -426,16 +426,34 @@ def config_differences(old: dict, new: dict) -> list[str]:
             if a.get(k) != b.get(k)]
 
 
+# Packages whose kernels a run may take (Triton's compiler, GLA's and GDN's fla kernels, Mamba2's
+# mamba_ssm and causal-conv1d): their versions are recorded where installed.
+KERNEL_PACKAGES = ("triton", "fla-core", "mamba_ssm", "causal_conv1d")
+
+
 def versions() -> dict[str, str]:
-    """Versions of the packages that determine the numbers."""
+    """Versions of the packages that determine the numbers: always Python, torch (and its CUDA),
+    numpy and omegaconf; those of :data:`KERNEL_PACKAGES` that are installed."""
     import platform
+    from importlib import metadata
 
     import numpy
     import omegaconf
 
-    return {"python": platform.python_version(), "torch": torch.__version__,
-            "numpy": numpy.__version__, "omegaconf": omegaconf.__version__,
-            "cuda": torch.version.cuda or "none"}
+    found = {"python": platform.python_version(), "torch": torch.__version__,
+             "numpy": numpy.__version__, "omegaconf": omegaconf.__version__,
+             "cuda": torch.version.cuda or "none"}
+    for name in KERNEL_PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def device_name(device: torch.device) -> str:
+    """What ``device`` is: the GPU's name (``NVIDIA H200``) for a CUDA device, else its type."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 def _git(*args: str) -> str | None:

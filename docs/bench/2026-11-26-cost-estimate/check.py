@@ -89,7 +89,13 @@ def table(keyf, title):
 
 
 table(panel, "panel (sweep:panel)")
-table(lambda r: f"{r['group']} {DEVICE.get(r['group'], '?')} p{r['per_gpu']}", "group of overlapping runs (device, per GPU)")
+def device(r):
+    """The group's device: typed in above, else the GPU the summary names (``device_name``, recorded
+    from 2026-12-02 on), else ?."""
+    return DEVICE.get(r["group"]) or (r["d"].get("device_name") or "?").replace("NVIDIA ", "")
+
+
+table(lambda r: f"{r['group']} {device(r)} p{r['per_gpu']}", "group of overlapping runs (device, per GPU)")
 
 if "-v" in sys.argv:
     for r in runs:
