@@ -41,6 +41,7 @@ def test_tiny_run_learns_and_writes_run_dir(make_cfg, tmp_path):
     # Llama: one path (the linear mixers record theirs, tests/test_mixers.py)
     assert saved["kernels"] == {}
     assert saved["device_name"] == "cpu" and saved["versions"]["torch"] == runs.torch.__version__
+    assert saved["host"] == runs.socket.gethostname() and "cuda_visible_devices" in saved
     assert set(saved["metrics"]) >= {"acc", "tok_acc", "acc_k1", "acc_k2", "acc_at_K", "acc_at_K2"}
     assert summary["metrics"] == saved["metrics"]
     evals = [r for r in runs.MetricsLog(out / "metrics.jsonl").records() if r["split"] == "eval"]
@@ -66,6 +67,14 @@ def test_versions_record_the_kernel_packages_that_are_installed(monkeypatch):
     found = runs.versions()
     assert {k: found[k] for k in runs.KERNEL_PACKAGES if k in found} == installed
     assert {"python", "torch", "numpy", "omegaconf", "cuda"} <= set(found)
+
+
+def test_placement_names_the_device_host_and_the_gpus_given(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert runs.placement(runs.torch.device("cpu")) == {
+        "device_name": "cpu", "host": runs.socket.gethostname(), "cuda_visible_devices": "3"}
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert runs.placement(runs.torch.device("cpu"))["cuda_visible_devices"] is None
 
 
 def test_the_logged_gradient_norm_is_each_intervals_mean_and_largest(make_cfg, tmp_path):

@@ -199,7 +199,7 @@ def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, long
         trainer = Trainer(cfg, task, container)
         base.update(record=runs.run_record(cfg), steps=cfg.train.steps,
                     params=trainer.model.param_counts(), device=str(trainer.device),
-                    device_name=runs.device_name(trainer.device),
+                    **runs.placement(trainer.device),
                     world_size=world()[1], kernels=trainer.model.kernel_paths(trainer.device),
                     deterministic=torch.are_deterministic_algorithms_enabled())
         if main:

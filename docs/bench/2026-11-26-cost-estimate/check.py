@@ -1,8 +1,9 @@
 """Estimate vs actual GPU-seconds of the finished run records under ROOT (default results/mini/runs).
 
 Actual: each run's elapsed time (summary started -> finished) times its share of a GPU: runs whose
-elapsed times overlap form a group that shared the group's GPUs (1 unless GPUS names the group's
-first start), each holding min(1, gpus / runs active) of a GPU at each moment. Estimate:
+elapsed times overlap form a group; where their summaries name host and GPU (cuda_visible_devices),
+the runs active on one GPU share it equally; else they shared the group's GPUs (1 unless GPUS names
+the group's first start), each holding min(1, gpus / runs active) of a GPU at each moment. Estimate:
 playground.sweep.cost.estimate of the run's config.yaml, per_gpu = the group's runs per GPU at its start.
 """
 import json
@@ -52,18 +53,27 @@ for r in runs:
 
 for g in groups:
     key = datetime.utcfromtimestamp(g[0]["a"]).strftime("%Y-%m-%dT%H:%M")
-    gpus = GPUS.get(key, 1)
+    # where every summary names its host and GPU (recorded from 2026-12-02 on), the runs of one
+    # host and GPU share that GPU; else the group's GPUs (typed in above) are shared equally
+    slots = [(r["d"].get("host"), r["d"].get("cuda_visible_devices")) for r in g]
+    known = all(host and gpu for host, gpu in slots)
+    gpus = len(set(slots)) if known else GPUS.get(key, 1)
     cuts = sorted({t for r in g for t in (r["a"], r["b"])})
-    for r in g:
-        r["gpu_s"] = 0.0
+    for r, slot in zip(g, slots):
+        r["gpu_s"], r["slot"] = 0.0, slot
     for t0, t1 in zip(cuts, cuts[1:]):
         active = [r for r in g if r["a"] <= t0 and r["b"] >= t1]
         for r in active:
-            r["gpu_s"] += (t1 - t0) * min(1.0, gpus / len(active))
-    per_gpu = max(1, round(sum(1 for r in g if r["a"] < g[0]["a"] + 60) / gpus))
+            share = (1 / sum(o["slot"] == r["slot"] for o in active) if known
+                     else min(1.0, gpus / len(active)))
+            r["gpu_s"] += (t1 - t0) * share
+    first = [r for r in g if r["a"] < g[0]["a"] + 60]
+    per_gpu = max(1, round(len(first) / gpus))
     for r in g:
+        # the estimate at the runs per GPU at the group's start: of its own GPU where known
+        own = max(1, sum(o["slot"] == r["slot"] for o in first)) if known else per_gpu
         r["group"], r["per_gpu"] = key, per_gpu
-        r["est"] = estimate(r["shape"], per_gpu)
+        r["est"] = estimate(r["shape"], own)
         r["alone"] = estimate(r["shape"], 1)
 
 
