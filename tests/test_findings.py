@@ -265,6 +265,36 @@ def test_the_report_command_writes_the_table_and_a_figure(synthetic, tmp_path):
     assert "| 1 | good beats base | p " in md and "**holds**" in md and "**untested**" in md
 
 
+def test_the_site_shows_each_finding_cell_with_its_verdict_and_its_runs(synthetic, tmp_path):
+    """``playground-report site … findings=``: findings.html has a line per finding cell with the
+    report's own texts (verdict, margin, each side's seeds and values, the runs still to do), each
+    side linked to the page of its runs' panel, the forest figure, and the index links to it."""
+    from playground.report import site
+    from playground.report.cli import main
+
+    root, spec, table = synthetic
+    with pytest.raises(ConfigError, match="findings=.*nowhere.yaml.*no such file"):
+        site.build([root], tmp_path / "bad", tmp_path / "nowhere.yaml")
+    assert not (tmp_path / "bad").exists()  # refused before anything is written
+    out = tmp_path / "site"
+    main(["site", str(root), f"out={out}", f"findings={spec}"])
+    page = (out / "findings.html").read_text()
+    rows = re.findall(r"<tr><td>(.*?)</tr>", page, re.S)
+    assert len(rows) == len(table) == 6
+    for (finding, row), text in zip(table.iterrows(), rows):
+        texts = fnd.row_texts(row)
+        assert f"({finding})" in text and f">{row['verdict']}</span>" in text
+        assert texts["margin"] in text and texts["values_a"] in text
+    good = rows[list(table.index).index("F-good")]
+    assert "90.0, 85.0, 88.0 %" in good and "87.7 % (n = 3)" in good
+    assert "to run: one seed 1; one seed 2" in rows[list(table.index).index("F-one")]
+    links = set(re.findall(r'(?:href|src)="([^"]+)"', page))
+    assert {"syn_cpu__p.html", "img/findings_forest.svg", "index.html"} <= links
+    assert all((out / link).is_file() for link in links)
+    index = (out / "index.html").read_text()
+    assert '<a href="findings.html">Findings</a>: 6 finding cells: 1 holds' in index
+
+
 def test_the_curves_draw_each_seed_and_the_mean_at_the_steps_all_seeds_share(synthetic):
     """F-good's panel: per side a thin line per seed (seed 0 to step 300) and a thick line of
     the mean at steps 100 and 200 only, in percent; a table of other findings is refused."""

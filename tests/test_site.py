@@ -39,6 +39,7 @@ def built(tmp_path_factory):
 
 def test_site_from_the_fixture(built):
     assert {"index.html", "app.js", "style.css"} <= {p.name for p in built.iterdir()}
+    assert not (built / "findings.html").exists()  # only with findings=
     index = (built / "index.html").read_text()
     links = re.findall(r'(?:href|src)="([^"]+)"', index)
     # relative, published as is

@@ -382,8 +382,9 @@ def cmd_site(args: Args) -> int:
     if not args["out"]:
         raise ConfigError("out= is required: the folder to write the site into (e.g. out=site)")
     out = Path(args["out"])
-    counts = site.build(roots, out)
+    counts = site.build(roots, out, Path(args["findings"]) if args["findings"] else None)
     print(f"wrote {out}/index.html: {counts['panels']} panel page(s) from {counts['runs']} run(s)"
+          + (f"; findings.html: {counts['findings']} finding cells" if counts["findings"] else "")
           + (f"; {counts['refused']} refused" if counts["refused"] else "")
           + (f"; {counts['unplaced']} without a record" if counts["unplaced"] else ""))
     return 0
@@ -495,10 +496,14 @@ COMMANDS = [
     Command("site", "a static results browser (HTML + one JS + CSS + SVG; "
                     "opens from index.html, no server)",
             cmd_site,
-            {"out": ("", "output folder (required); links are relative, publish it as is")},
+            {"out": ("", "output folder (required); links are relative, publish it as is"),
+             "findings": ("", "a findings file (e.g. sweeps/findings.yaml): also findings.html, "
+                              "its verdicts read from these runs")},
             ("RESULTS...",), examples=("playground-report site results/fig7_mini out=site",
                                         "playground-report site results/fig7_mini "
-                                        "results/mqar_mini out=site")),
+                                        "results/mqar_mini out=site",
+                                        "playground-report site results/mini/runs out=docs/site "
+                                        "findings=sweeps/findings.yaml")),
 ]
 
 

@@ -586,7 +586,7 @@ def summary(table: pd.DataFrame) -> str:
         by_cell = {_column(r): _verdict_text(r) for _, r in block.iterrows()}
         lines.append(f"| {first['result']} | {first['claim']} | "
                      + " | ".join(by_cell.get(c, "—") for c in cells) + " |")
-    if any(_not_kept(r) for _, r in table.iterrows()):
+    if any(not_kept(r) for _, r in table.iterrows()):
         lines += ["", f"° inconclusive family-wise ({family_text(table)}): its interval then "
                       "covers 0 or the tolerance's edge."]
     return "\n".join(lines) + "\n"
@@ -606,7 +606,7 @@ def _family_size(table: pd.DataFrame) -> int:
     return int((~table["verdict"].isin(NO_INTERVAL)).sum())
 
 
-def _not_kept(row: pd.Series) -> bool:
+def not_kept(row: pd.Series) -> bool:
     """Whether the family-wise reading changes the row's verdict."""
     fw = row.get("verdict_fw", "")
     return bool(fw) and not pd.isna(fw) and fw != row["verdict"]
@@ -635,8 +635,26 @@ def _verdict_text(row: pd.Series) -> str:
     if row["verdict"] == "untested":
         return "untested"
     margin = _margin_text(row, "acc" in row["metric"]).split(" [")[0]
-    mark = "°" if _not_kept(row) else ""
+    mark = "°" if not_kept(row) else ""
     return f"**{row['verdict']}**{mark} {margin} (seeds {row['seeds_a']} + {row['seeds_b']})"
+
+
+def row_texts(row: pd.Series) -> dict[str, str]:
+    """A finding cell's numbers as text, as the table writes them but without markdown: each
+    side's mean and seeds (``a``, ``b``: ``96.8 % (n = 3)`` or ``no run``), its seeds' values
+    (``values_a``, ``values_b``), the ``margin`` with its 95 % interval, ``chance`` and the
+    ``family``-wise reading."""
+    percent = "acc" in row["metric"]
+    texts = {"margin": _margin_text(row, percent), "chance": _number(row["chance"], percent),
+             "family": _family_cell(row, percent).replace("**", "")}
+    for side in ("a", "b"):
+        n = row[f"seeds_{side}"]
+        texts[side] = f"{_number(row[f'mean_{side}'], percent)} (n = {n})" if n else "no run"
+        raw = row[f"values_{side}"]
+        values = [float(v) for v in raw.split(";") if v] if isinstance(raw, str) else []
+        texts[f"values_{side}"] = ", ".join(f"{100 * v:.1f}" if percent else f"{v:.3g}"
+                                            for v in values) + (" %" if percent and values else "")
+    return texts
 
 
 def _number(value, percent: bool) -> str:
@@ -804,7 +822,7 @@ def forest(findings: list[Finding], table: pd.DataFrame):
             continue
         ax.plot([scale * r["low"], scale * r["high"]], [y, y], color=colour, lw=1.5)
         ax.plot(scale * r["margin"], y, marker="o", ms=5, color=colour,
-                markerfacecolor="white" if _not_kept(r) else colour)
+                markerfacecolor="white" if not_kept(r) else colour)
     claims = {r["id"]: f"{r['result']}: {r['claim']}" for _, r in table.iterrows()}
     first = next(iter(axes.values()))  # the axes share y: labels and limits on the first
     first.set_yticks(range(len(ids)), ["\n".join(textwrap.wrap(claims[i], 60)) for i in ids],
@@ -814,7 +832,7 @@ def forest(findings: list[Finding], table: pd.DataFrame):
     keys = [Line2D([], [], color=c, marker="x" if v == "at chance" else "o", lw=0 if
                    v == "at chance" else 1.5, label=v)
             for v, c in VERDICT_COLOURS.items() if v in present]
-    if any(_not_kept(r) for _, r in table.iterrows()):
+    if any(not_kept(r) for _, r in table.iterrows()):
         keys.append(Line2D([], [], color="#4a5568", marker="o", markerfacecolor="white", lw=1.5,
                            label="° not kept family-wise"))
     fig.legend(handles=keys, loc="outside lower center", ncol=len(keys), fontsize=6,
@@ -862,7 +880,7 @@ def _grid(count: int, height: float):
 
 def _cell_title(ax, r: pd.Series) -> None:
     ax.set_title(f"{r['id']}: {r['panel']} {r['row']} {r['size']}\n{r['verdict']}"
-                 f"{'°' if _not_kept(r) else ''} (n = {r['seeds_a']} / {r['seeds_b']})",
+                 f"{'°' if not_kept(r) else ''} (n = {r['seeds_a']} / {r['seeds_b']})",
                  fontsize=7)
 
 
@@ -870,7 +888,7 @@ def _titled(fig, title: str, cells: int, drawn: list[pd.Series]):
     """``fig`` with its title: ``title``, the cells without runs (of ``cells``) counted, ° noted."""
     untested = cells - len(drawn)
     title += (f"; {untested} cell{'s' * (untested != 1)} without runs not drawn" if untested
-              else "") + ("; °\u00a0inconclusive family-wise" if any(_not_kept(r) for r in drawn)
+              else "") + ("; °\u00a0inconclusive family-wise" if any(not_kept(r) for r in drawn)
                        else "")
     fig.suptitle(textwrap.fill(title, int(14 * fig.get_figwidth())), fontsize=8)
     return fig

@@ -8,6 +8,9 @@ page per (sweep, panel), an index with a thumbnail of each panel's heatmap (matp
 ``file://``), and ``app.js`` draws from it: the heatmaps of every recorded metric, ours beside
 the paper's and the difference, the runs of a clicked cell (lr and seed, loss and eval curves,
 config.yaml, status and error, wall time and tokens/s), filters and a two-variant comparison.
+With a findings file (``findings=``, e.g. ``sweeps/findings.yaml``) also ``findings.html``: the
+verdict of every finding cell (``playground.report.findings``, the report's own numbers) grouped by
+the paper's result, each side linked to the panel page of its runs, under the forest figure.
 
 All numbers shown are formed here, by the report's own code: cells by ``cells.cells``, the
 comparison with the paper by ``cells.versus_paper``, cell texts by ``plots.cell_text``. NaN and
@@ -39,6 +42,7 @@ from playground.run.rundir import MetricsLog, record_of
 
 ASSETS = ("app.js", "style.css")
 MAX_POINTS = 400  # curve points kept per series (evenly thinned; the last point always kept)
+UNTESTED_COLOUR = "#999999"  # a findings page's verdicts: findings.VERDICT_COLOURS, else this
 DEFAULT = ""  # the metric key of "the task's own metric(s)" (cells.annotate with metric=None)
 
 
@@ -280,14 +284,21 @@ def page(title: str, body: str, data: dict) -> bytes:
 """).encode()
 
 
-def thumbnail(frame: pd.DataFrame, title: str) -> bytes:
-    """The panel's heatmaps of its task metric, drawn by ``plots.heatmap_figure`` as SVG."""
-    block = aggregate.cells(aggregate.annotate(frame), "best")
-    fig = plots.heatmap_figure(block, title)
+def svg(fig) -> bytes:
+    """``fig`` as SVG, the same bytes for the same figure (no date, a fixed hash salt)."""
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "canon-playground"}):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
     return buf.getvalue()
+
+
+def thumbnail(frame: pd.DataFrame, title: str) -> bytes:
+    """The panel's heatmaps of its task metric, drawn by ``plots.heatmap_figure`` as SVG."""
+    block = aggregate.cells(aggregate.annotate(frame), "best")
+    return svg(plots.heatmap_figure(block, title))
 
 
 def _filters(options: dict[str, list[str]]) -> str:
@@ -300,11 +311,16 @@ def _filters(options: dict[str, list[str]]) -> str:
     return "".join(parts) + "</div>"
 
 
-def index_page(panels: list[dict], refused: list[str], unplaced: list[str]) -> bytes:
-    """The index: sweeps, each with its panels (thumbnail, counts), and the filters."""
+def index_page(panels: list[dict], refused: list[str], unplaced: list[str],
+               findings: str = "") -> bytes:
+    """The index: sweeps, each with its panels (thumbnail, counts), and the filters; a link to
+    the findings page with its verdict counts (``findings``) where the site has one."""
     opts = {k: sorted({v for p in panels for v in p[k]}) for k in ("task", "backbone", "canon")}
     body = ["<header><h1>Results</h1><p>Sweeps and heatmap panels; click a panel for its heatmaps "
             "and runs.</p></header>", _filters(opts)]
+    if findings:
+        body.insert(1, f'<p class="findings-link"><a href="findings.html">Findings</a>: '
+                       f'{html.escape(findings)}</p>')
     for sweep in sorted({p["sweep"] for p in panels}):
         body.append(f'<section class="sweep"><h2>{html.escape(sweep)}</h2><div class="cards">')
         for p in (p for p in panels if p["sweep"] == sweep):
@@ -325,6 +341,65 @@ def index_page(panels: list[dict], refused: list[str], unplaced: list[str]) -> b
     return page("Results", "\n".join(body), {"page": "index"})
 
 
+def verdict_counts(table: pd.DataFrame) -> str:
+    """``73 finding cells: 18 holds, 7 reversed, …``."""
+    counts = table["verdict"].value_counts()
+    return (f"{len(table)} finding cells: "
+            + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
+
+
+def findings_page(table: pd.DataFrame, findings: list, pages: set[str]) -> bytes:
+    """The findings: per paper result a table of its finding cells (claim, cell, each side's mean,
+    seeds and values, the margin B − A with its 95 % interval, chance, the verdict and the
+    family-wise reading), a side's name linking to its panel's page where the site has one
+    (``pages``: the hrefs), under the forest figure (``img/findings_forest.svg``)."""
+    from playground.report import findings as fnd
+
+    by_id = {f.id: f for f in findings}
+    body = ['<header><a href="index.html">&larr; all panels</a><h1>Findings</h1>'
+            f"<p>{html.escape(verdict_counts(table))}. Family-wise: "
+            f"{html.escape(fnd.family_text(table))}; ° where that reading is inconclusive. "
+            "A verdict of holds or reversed needs ≥ 3 seeds a side and a 95 % interval "
+            "excluding 0 (docs/findings.md).</p></header>",
+            '<img class="forest" src="img/findings_forest.svg" '
+            'alt="every finding cell: its margin and 95 % interval, by verdict">']
+    head = ("<tr><th>claim</th><th>cell</th><th>A</th><th>B</th>"
+            "<th>B − A [95 % CI]</th><th>chance</th><th>verdict</th><th>family-wise</th></tr>")
+    for result, block in table.groupby("result", sort=False):
+        body.append(f'<section><h2>Result {html.escape(str(result))}</h2>'
+                    f'<table class="findings"><thead>{head}</thead><tbody>')
+        for _, r in block.iterrows():
+            finding, texts = by_id[r["id"]], fnd.row_texts(r)
+            sides = []
+            for key, side in zip(("a", "b"), finding.sides):
+                href = f"{slug(f'{side.sweep}_{side.scale}', r['panel'])}.html"
+                name = html.escape(str(r[f"label_{key}"] or r[key]))
+                name = f'<a href="{href}">{name}</a>' if href in pages else name
+                sides.append(f"<td>{name}<br>{html.escape(texts[key])}"
+                             f'<br><span class="values">{html.escape(texts[f"values_{key}"])}'
+                             "</span></td>")
+            cell = f"{r['panel']} {r['row']} {r['size']}"
+            mark = "°" if fnd.not_kept(r) else ""
+            missing = (f'<br><span class="values">to run: {html.escape(r["missing"])}</span>'
+                       if r["missing"] else "")
+            body.append(
+                f'<tr><td>{html.escape(r["claim"])} '
+                f'<span class="values">({html.escape(r["id"])})</span></td>'
+                f"<td>{html.escape(cell)}"
+                f'<br><span class="values">{html.escape(r["metric"])}</span></td>'
+                + "".join(sides)
+                + f'<td>{html.escape(texts["margin"])}</td><td>{html.escape(texts["chance"])}</td>'
+                f'<td><span class="verdict" style="color: '
+                f'{fnd.VERDICT_COLOURS.get(r["verdict"], UNTESTED_COLOUR)}">'
+                f'{html.escape(r["verdict"])}</span>{mark}{missing}</td>'
+                f'<td>{html.escape(texts["family"])}</td></tr>')
+        body.append("</tbody></table>")
+        notes = [f for f in findings if f.result == result and f.note]
+        body += [f'<p class="hint">{html.escape(f.id)}: {html.escape(f.note)}</p>' for f in notes]
+        body.append("</section>")
+    return page("Findings", "\n".join(body), {"page": "findings"})
+
+
 PANEL_BODY = """<header><a href="index.html">&larr; all panels</a><h1>{title}</h1></header>
 <div class="controls">
 <label>metric <select id="metric"></select></label>
@@ -341,14 +416,21 @@ Best run over learning rates and seeds; click a cell for its runs.</p>
 <label>B <select id="cmp-b"></select></label></div><div id="compare"></div></section>"""
 
 
-def build(roots: list[Path], out: Path) -> dict:
-    """Build the site from the run directories under ``roots`` into ``out``; return counts.
-    Every input is checked (ConfigError naming it) before anything is written."""
+def build(roots: list[Path], out: Path, findings: Path | None = None) -> dict:
+    """Build the site from the run directories under ``roots`` into ``out`` (with ``findings``,
+    a findings file, also its findings page); return counts. Every input is checked
+    (ConfigError naming it) before anything is written."""
+    from playground.report import findings as fnd
+
     for root in roots:
         if not root.is_dir():
             raise ConfigError(f"RESULTS={root} is invalid: expected a folder of run directories")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"out={out} is invalid: it is a file, expected a folder")
+    if findings is not None and not findings.is_file():
+        raise ConfigError(f"findings={findings} is invalid: no such file (a findings file, e.g. "
+                          "sweeps/findings.yaml)")
+    spec = fnd.load_findings(findings) if findings is not None else []
     frame, refused = read_results(roots)
     if frame.empty:
         raise ConfigError(f"RESULTS={','.join(map(str, roots))} is invalid: no run directory "
@@ -356,12 +438,12 @@ def build(roots: list[Path], out: Path) -> dict:
     placed = (frame["record.task.panel"].notna() if "record.task.panel" in frame
               else pd.Series(False, frame.index))
     unplaced = sorted(frame.loc[~placed, "run"])
-    frame = frame[placed]
-    if frame.empty:
+    if not placed.any():
         raise ConfigError(f"RESULTS={','.join(map(str, roots))} is invalid: "
                           "no run has a readable record")
+    table = fnd.evaluate(spec, frame) if spec else None  # before the panel filter: every run
     pages = []
-    for (sweep, panel), block in frame.groupby(["sweep", "record.task.panel"], sort=True):
+    for (sweep, panel), block in frame[placed].groupby(["sweep", "record.task.panel"], sort=True):
         data = panel_data(sweep, panel, block)
         name = slug(sweep, panel)
         atomic_write(out / f"{name}.html", page(f"{sweep}: {panel}", PANEL_BODY.format(
@@ -374,10 +456,15 @@ def build(roots: list[Path], out: Path) -> dict:
                       "task": sorted({data["family"]} - {""}), "counts": counts,
                       "backbone": sorted(set(annotated["architecture"])),
                       "canon": sorted(set(annotated["canon"]))})
-    atomic_write(out / "index.html", index_page(pages, refused, unplaced))
+    if table is not None:
+        atomic_write(out / "img" / "findings_forest.svg", svg(fnd.forest(spec, table)))
+        atomic_write(out / "findings.html",
+                     findings_page(table, spec, {p["href"] for p in pages}))
+    atomic_write(out / "index.html", index_page(pages, refused, unplaced,
+                                                verdict_counts(table) if table is not None else ""))
     assets = files("playground.report") / "site"
     for asset in ASSETS:
         atomic_write(out / asset, (assets / asset).read_bytes())
-    return {"panels": len(pages), "runs": len(frame), "refused": len(refused),
-            "unplaced": len(unplaced)}
+    return {"panels": len(pages), "runs": int(placed.sum()), "refused": len(refused),
+            "unplaced": len(unplaced), "findings": 0 if table is None else len(table)}
 
