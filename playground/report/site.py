@@ -42,7 +42,6 @@ from playground.run.rundir import MetricsLog, record_of
 
 ASSETS = ("app.js", "style.css")
 MAX_POINTS = 400  # curve points kept per series (evenly thinned; the last point always kept)
-UNTESTED_COLOUR = "#999999"  # a findings page's verdicts: findings.VERDICT_COLOURS, else this
 DEFAULT = ""  # the metric key of "the task's own metric(s)" (cells.annotate with metric=None)
 
 
@@ -341,65 +340,6 @@ def index_page(panels: list[dict], refused: list[str], unplaced: list[str],
     return page("Results", "\n".join(body), {"page": "index"})
 
 
-def verdict_counts(table: pd.DataFrame) -> str:
-    """``73 finding cells: 18 holds, 7 reversed, …``."""
-    counts = table["verdict"].value_counts()
-    return (f"{len(table)} finding cells: "
-            + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
-
-
-def findings_page(table: pd.DataFrame, findings: list, pages: set[str]) -> bytes:
-    """The findings: per paper result a table of its finding cells (claim, cell, each side's mean,
-    seeds and values, the margin B − A with its 95 % interval, chance, the verdict and the
-    family-wise reading), a side's name linking to its panel's page where the site has one
-    (``pages``: the hrefs), under the forest figure (``img/findings_forest.svg``)."""
-    from playground.report import findings as fnd
-
-    by_id = {f.id: f for f in findings}
-    body = ['<header><a href="index.html">&larr; all panels</a><h1>Findings</h1>'
-            f"<p>{html.escape(verdict_counts(table))}. Family-wise: "
-            f"{html.escape(fnd.family_text(table))}; ° where that reading is inconclusive. "
-            "A verdict of holds or reversed needs ≥ 3 seeds a side and a 95 % interval "
-            "excluding 0 (docs/findings.md).</p></header>",
-            '<img class="forest" src="img/findings_forest.svg" '
-            'alt="every finding cell: its margin and 95 % interval, by verdict">']
-    head = ("<tr><th>claim</th><th>cell</th><th>A</th><th>B</th>"
-            "<th>B − A [95 % CI]</th><th>chance</th><th>verdict</th><th>family-wise</th></tr>")
-    for result, block in table.groupby("result", sort=False):
-        body.append(f'<section><h2>Result {html.escape(str(result))}</h2>'
-                    f'<table class="findings"><thead>{head}</thead><tbody>')
-        for _, r in block.iterrows():
-            finding, texts = by_id[r["id"]], fnd.row_texts(r)
-            sides = []
-            for key, side in zip(("a", "b"), finding.sides):
-                href = f"{slug(f'{side.sweep}_{side.scale}', r['panel'])}.html"
-                name = html.escape(str(r[f"label_{key}"] or r[key]))
-                name = f'<a href="{href}">{name}</a>' if href in pages else name
-                sides.append(f"<td>{name}<br>{html.escape(texts[key])}"
-                             f'<br><span class="values">{html.escape(texts[f"values_{key}"])}'
-                             "</span></td>")
-            cell = f"{r['panel']} {r['row']} {r['size']}"
-            mark = "°" if fnd.not_kept(r) else ""
-            missing = (f'<br><span class="values">to run: {html.escape(r["missing"])}</span>'
-                       if r["missing"] else "")
-            body.append(
-                f'<tr><td>{html.escape(r["claim"])} '
-                f'<span class="values">({html.escape(r["id"])})</span></td>'
-                f"<td>{html.escape(cell)}"
-                f'<br><span class="values">{html.escape(r["metric"])}</span></td>'
-                + "".join(sides)
-                + f'<td>{html.escape(texts["margin"])}</td><td>{html.escape(texts["chance"])}</td>'
-                f'<td><span class="verdict" style="color: '
-                f'{fnd.VERDICT_COLOURS.get(r["verdict"], UNTESTED_COLOUR)}">'
-                f'{html.escape(r["verdict"])}</span>{mark}{missing}</td>'
-                f'<td>{html.escape(texts["family"])}</td></tr>')
-        body.append("</tbody></table>")
-        notes = [f for f in findings if f.result == result and f.note]
-        body += [f'<p class="hint">{html.escape(f.id)}: {html.escape(f.note)}</p>' for f in notes]
-        body.append("</section>")
-    return page("Findings", "\n".join(body), {"page": "findings"})
-
-
 PANEL_BODY = """<header><a href="index.html">&larr; all panels</a><h1>{title}</h1></header>
 <div class="controls">
 <label>metric <select id="metric"></select></label>
@@ -421,6 +361,7 @@ def build(roots: list[Path], out: Path, findings: Path | None = None) -> dict:
     a findings file, also its findings page); return counts. Every input is checked
     (ConfigError naming it) before anything is written."""
     from playground.report import findings as fnd
+    from playground.report.findings_page import findings_body, verdict_counts
 
     for root in roots:
         if not root.is_dir():
@@ -458,8 +399,14 @@ def build(roots: list[Path], out: Path, findings: Path | None = None) -> dict:
                       "canon": sorted(set(annotated["canon"]))})
     if table is not None:
         atomic_write(out / "img" / "findings_forest.svg", svg(fnd.forest(spec, table)))
-        atomic_write(out / "findings.html",
-                     findings_page(table, spec, {p["href"] for p in pages}))
+        links = {p["href"] for p in pages}
+
+        def href(side, panel: str) -> str | None:  # the page of a side's runs at a panel
+            link = f"{slug(f'{side.sweep}_{side.scale}', panel)}.html"
+            return link if link in links else None
+
+        atomic_write(out / "findings.html", page("Findings", findings_body(table, spec, href),
+                                                 {"page": "findings"}))
     atomic_write(out / "index.html", index_page(pages, refused, unplaced,
                                                 verdict_counts(table) if table is not None else ""))
     assets = files("playground.report") / "site"
