@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
+import yaml
+from omegaconf import OmegaConf
 
 from playground.config import compose, to_objects
 
@@ -63,3 +68,57 @@ def assert_cached_decoding_equals_full_forward(model, vocab_size: int) -> None:
         chunks = [model(ids[:, :7], cache), model(ids[:, 7:12], cache)]
         chunks += [model(ids[:, i : i + 1], cache) for i in range(12, 20)]
     torch.testing.assert_close(torch.cat(chunks, dim=1), full, rtol=1e-5, atol=1e-5)
+
+
+# -- synthetic run records with known findings -----------------------------------------------
+
+
+def _write_run(root: Path, variant: str, seed: int, acc: float, base: dict) -> None:
+    """A finished run of the mqar_tiny task:
+    config.yaml and summary.json as training writes them."""
+    from playground.run.rundir import config_hash
+
+    config = json.loads(json.dumps(base))
+    config.update(seed=seed, variant=variant, run_name=f"{variant}_s{seed}")
+    config["out_dir"] = str(root / "syn_cpu" / config["run_name"])
+    d = Path(config["out_dir"])
+    d.mkdir(parents=True)
+    (d / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    summary = {"status": "finished", "config_hash": config_hash(config), "metrics": {"acc": acc},
+               "primary": acc, "primary_metric": "acc"}
+    (d / "summary.json").write_text(json.dumps(summary))
+    # evaluations at steps 100 and 200 (seed 0 also at 300), reaching the final value
+    evals = [(100, acc / 2), (200, acc)] + [(300, acc)] * (seed == 0)
+    (d / "metrics.jsonl").write_text("".join(
+        json.dumps({"split": "train", "step": t, "loss": 1.0}) + "\n"
+        + json.dumps({"split": "eval", "step": t, "acc": v}) + "\n" for t, v in evals))
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Finished runs of findings with known answers on mqar_tiny (its eval: 32 examples): (their
+    folder, the findings file, the findings table indexed by id); tests/test_findings.py,
+    tests/test_site_browser.py."""
+    from playground.report import findings
+    from playground.report.table import check_integrity, load_runs
+
+    root = tmp_path_factory.mktemp("runs")
+    base = OmegaConf.to_container(compose(["task=mqar_tiny", "size=2L64D", "task.eval_size=32",
+                                           "sweep=syn_cpu", "panel=p"]), resolve=True)
+    base.pop("hydra", None)
+    values = {"base": [0.50, 0.52, 0.48], "good": [0.90, 0.85, 0.88], "bad": [0.10, 0.12, 0.11],
+              "same": [0.51, 0.50, 0.49], "one": [0.90], "low": [0.02, 0.03, 0.01],
+              "low2": [0.03, 0.02, 0.04]}
+    for variant, accs in values.items():
+        for seed, acc in enumerate(accs):
+            _write_run(root, variant, seed, acc, base)
+    spec = root / "findings.yaml"
+    cell = {"panel": "p", "size": "2L64D"}
+    entries = [{"id": f"F-{b}", "result": "1", "claim": f"{b} beats {a}", "sweep": "syn",
+                "scale": "cpu", "a": a, "b": b, "seeds": [0, 1, 2], "cells": [cell]}
+               for a, b in (("base", "good"), ("base", "bad"), ("base", "same"), ("base", "one"),
+                            ("low", "low2"), ("base", "missing"))]
+    spec.write_text(yaml.safe_dump({"findings": entries}))
+    frame, refused = check_integrity(load_runs(root))
+    assert not refused
+    return root, spec, findings.evaluate(findings.load_findings(spec), frame).set_index("id")

@@ -14,13 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from omegaconf import OmegaConf
 
 from playground.config import compose
 from playground.errors import ConfigError
 from playground.report import findings as fnd
 from playground.report.table import check_integrity, load_runs
-from playground.run.rundir import config_hash
 from tests.conftest import task_from
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,51 +145,7 @@ def test_the_summary_marks_the_verdicts_not_kept_family_wise(synthetic):
     assert "°" not in fnd.summary(kept.assign(verdict_fw=kept["verdict"]))
 
 
-# -- synthetic run records, end to end ---------------------------------------------------------
-
-
-def _write_run(root: Path, variant: str, seed: int, acc: float, base: dict) -> None:
-    """A finished run of the mqar_tiny task:
-    config.yaml and summary.json as training writes them."""
-    config = json.loads(json.dumps(base))
-    config.update(seed=seed, variant=variant, run_name=f"{variant}_s{seed}")
-    config["out_dir"] = str(root / "syn_cpu" / config["run_name"])
-    d = Path(config["out_dir"])
-    d.mkdir(parents=True)
-    (d / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    summary = {"status": "finished", "config_hash": config_hash(config), "metrics": {"acc": acc},
-               "primary": acc, "primary_metric": "acc"}
-    (d / "summary.json").write_text(json.dumps(summary))
-    # evaluations at steps 100 and 200 (seed 0 also at 300), reaching the final value
-    evals = [(100, acc / 2), (200, acc)] + [(300, acc)] * (seed == 0)
-    (d / "metrics.jsonl").write_text("".join(
-        json.dumps({"split": "train", "step": t, "loss": 1.0}) + "\n"
-        + json.dumps({"split": "eval", "step": t, "acc": v}) + "\n" for t, v in evals))
-
-
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    """Runs of four claims with known answers on mqar_tiny (its eval: 32 examples)."""
-    root = tmp_path_factory.mktemp("runs")
-    base = OmegaConf.to_container(compose(["task=mqar_tiny", "size=2L64D", "task.eval_size=32",
-                                           "sweep=syn_cpu", "panel=p"]), resolve=True)
-    base.pop("hydra", None)
-    values = {"base": [0.50, 0.52, 0.48], "good": [0.90, 0.85, 0.88], "bad": [0.10, 0.12, 0.11],
-              "same": [0.51, 0.50, 0.49], "one": [0.90], "low": [0.02, 0.03, 0.01],
-              "low2": [0.03, 0.02, 0.04]}
-    for variant, accs in values.items():
-        for seed, acc in enumerate(accs):
-            _write_run(root, variant, seed, acc, base)
-    spec = root / "findings.yaml"
-    cell = {"panel": "p", "size": "2L64D"}
-    entries = [{"id": f"F-{b}", "result": "1", "claim": f"{b} beats {a}", "sweep": "syn",
-                "scale": "cpu", "a": a, "b": b, "seeds": [0, 1, 2], "cells": [cell]}
-               for a, b in (("base", "good"), ("base", "bad"), ("base", "same"), ("base", "one"),
-                            ("low", "low2"), ("base", "missing"))]
-    spec.write_text(yaml.safe_dump({"findings": entries}))
-    frame, refused = check_integrity(load_runs(root))
-    assert not refused
-    return root, spec, fnd.evaluate(fnd.load_findings(spec), frame).set_index("id")
+# -- synthetic run records, end to end (the fixture `synthetic`: tests/conftest.py) ---------------
 
 
 def test_synthetic_records_give_the_known_verdicts(synthetic):

@@ -83,3 +83,31 @@ def test_index_heatmap_cell_runs_in_chromium(tmp_path):
         print(f"\nscreenshot: {shot}")
     finally:
         driver.quit()
+
+
+def test_findings_page_links_to_the_panel_of_each_side_in_chromium(synthetic, tmp_path):
+    """Index → findings.html (the forest figure loads; one row per finding cell) → a side's name
+    → the panel page of its runs, whose heatmaps draw."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    root, spec, table = synthetic
+    out = tmp_path / "site"
+    site.build([root], out, spec)
+    driver = browser()
+    try:
+        driver.get((out / "index.html").as_uri())
+        driver.find_element(By.LINK_TEXT, "Findings").click()
+        forest = WebDriverWait(driver, 20).until(lambda d: d.find_element(By.CSS_SELECTOR,
+                                                                          "img.forest"))
+        assert forest.get_attribute("naturalWidth") != "0"
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.findings tbody tr")
+        assert len(rows) == len(table)
+        assert [e.text for e in driver.find_elements(By.CSS_SELECTOR, "span.verdict")] == \
+            list(table["verdict"])
+        rows[0].find_element(By.LINK_TEXT, "good").click()
+        WebDriverWait(driver, 20).until(lambda d:
+                                        d.find_elements(By.CSS_SELECTOR, "#heatmaps table.heatmap"))
+        assert driver.current_url.endswith("syn_cpu__p.html")
+    finally:
+        driver.quit()
