@@ -158,3 +158,70 @@ def test_a_dry_run_with_a_deadline_says_what_a_launch_would_start(tmp_path, monk
     assert capsys.readouterr().out.endswith(
         "1 of 1 runs would start, the last ending at 1,200 s (past the deadline: margin=0.9 "
         "holds each run to its estimate × 0.9, 1,080 s)\n")
+
+
+# -- the GPU time finished runs took (playground.sweep.measured) ------------------------------
+
+T0 = "2026-12-05T10:00:00+00:00"
+
+
+def _record(root: Path, name: str, start: float, end: float, **fields) -> Path:
+    """A finished run's summary at ``root/s/name``, started and finished ``start`` and ``end``
+    seconds after T0."""
+    import json
+    from datetime import datetime, timedelta
+
+    at = datetime.fromisoformat(T0)
+    folder = root / "s" / name
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({
+        "status": "finished", "started": (at + timedelta(seconds=start)).isoformat(),
+        "finished": (at + timedelta(seconds=end)).isoformat(), **fields}))
+    return folder
+
+
+def test_measured_shares_a_gpu_among_the_runs_on_it(tmp_path):
+    """Records that name host and GPU: the runs on one GPU split it moment by moment; those
+    without: the group's GPUs (gpus.csv, else 1) split among its runs; the runs per GPU at a
+    group's start; a run not finished does not count."""
+    from playground.sweep.measured import measured
+
+    known = {"host": "h", "device_name": "NVIDIA H200"}
+    a = _record(tmp_path, "a", 0, 100, cuda_visible_devices="0", **known)
+    b = _record(tmp_path, "b", 0, 200, cuda_visible_devices="0", **known)
+    c = _record(tmp_path, "c", 10, 110, cuda_visible_devices="1", **known)
+    # a second group, 1,000 s later, whose records do not say where they ran: 2 GPUs (gpus.csv)
+    d = _record(tmp_path, "d", 1000, 1100)
+    e = _record(tmp_path, "e", 1000, 1100)
+    f = _record(tmp_path, "f", 1050, 1150)
+    (tmp_path / "s" / "g").mkdir()
+    (tmp_path / "s" / "g" / "summary.json").write_text('{"status": "running"}')
+    (tmp_path / "gpus.csv").write_text("# typed in\nfirst_start,gpus,device\n"
+                                       "2026-12-05T10:16,2,2xH100\n")
+    got = measured(tmp_path)
+    assert set(got) == {a, b, c, d, e, f}
+    assert [got[x].gpu_s for x in (a, b, c)] == pytest.approx([50, 150, 100])
+    assert [got[x].per_gpu for x in (a, b, c)] == [2, 2, 1]
+    assert {got[x].device for x in (a, b, c)} == {"H200"} and got[a].group == "2026-12-05T10:00"
+    # d, e alone for 50 s (2 GPUs: one each), then d, e, f share them (2/3 each), f alone 50 s
+    assert [got[x].gpu_s for x in (d, e, f)] == pytest.approx([50 + 100 / 3] * 2 + [100 / 3 + 50])
+    assert [got[x].per_gpu for x in (d, e, f)] == [2, 2, 2]  # 3 started in its first minute
+    assert got[d].device == "2xH100" and got[d].group == "2026-12-05T10:16"
+
+
+def test_the_dry_run_sets_finished_runs_estimate_beside_their_measured_time(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from playground.sweep.cli import print_measured
+
+    cfg = compose(["task=depo1", "size=8L512D", "train.compile=true", "train.steps=1000"])
+    where = {"host": "h", "cuda_visible_devices": "0", "device_name": "NVIDIA H200"}
+    runs = [SimpleNamespace(out=_record(tmp_path, name, 0, 3600, **where), config=cfg,
+                            overrides=["panel=p"]) for name in ("a", "b")]
+    print_measured(runs)
+    out = capsys.readouterr().out
+    est = 2 * estimate(cfg, 2).gpu_s / 3600
+    assert out.endswith(f"  p: {est:.2f} estimated, 1.00 measured (×{est:.2f}; 2 runs on H200)\n"
+                        f"  all: {est:.2f} estimated, 1.00 measured (×{est:.2f}; 2 runs on H200)\n")
+    print_measured([SimpleNamespace(out=tmp_path / "none", config=cfg, overrides=[])])
+    assert capsys.readouterr().out == ""  # no record: nothing to set beside the estimate

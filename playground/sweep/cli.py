@@ -221,6 +221,7 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
         costs.append((run, finished))
     print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
     print_estimate(costs, per_gpu)
+    print_measured([run for run, finished in costs if finished])
     if deadline is not None:
         plan_hold([run for run, finished in costs if not finished], gpus, per_gpu, deadline,
                   margin)
@@ -274,8 +275,7 @@ def print_estimate(costs: list, per_gpu: int) -> None:
             failed += 1
             notes[f"no estimate: {err}"] += 1
             continue
-        panel = next((o[6:] for o in run.overrides if o.startswith("panel=")), "(no panel)")
-        sums = panels.setdefault(panel, [0.0, 0.0])
+        sums = panels.setdefault(_panel(run), [0.0, 0.0])
         sums[0] += 0.0 if finished else est.gpu_s
         sums[1] += est.gpu_s
         used += est.rows
@@ -290,6 +290,42 @@ def print_estimate(costs: list, per_gpu: int) -> None:
     print(f"estimated GPU-hours to do: {todo:.2f} (of {total:.2f} for the whole sweep), at "
           f"{provenance(used) if used else 'no measured throughput'}"
           + (f"; {failed} run(s) not estimated" if failed else ""))
+
+
+def print_measured(finished: list) -> None:
+    """For the ``finished`` planned runs: per panel, their estimate (at the runs per GPU each
+    had) against the GPU time their records measured (``playground.sweep.measured``), and in
+    all; nothing where none has a record to read."""
+    from playground.sweep.cost import estimate
+    from playground.sweep.measured import measured
+
+    found = {}
+    for root in {run.out.parent.parent for run in finished}:
+        found.update(measured(root))
+    panels: dict[str, list] = {}  # panel -> [runs, estimated, measured GPU-seconds, devices]
+    for run in finished:
+        if (took := found.get(run.out)) is None or not took.gpu_s > 0:
+            continue
+        try:
+            est = estimate(run.config, took.per_gpu).gpu_s
+        except (ValueError, KeyError, AttributeError):  # as print_estimate: not estimated
+            continue
+        sums = panels.setdefault(_panel(run), [0, 0.0, 0.0, set()])
+        sums[0], sums[1], sums[2] = sums[0] + 1, sums[1] + est, sums[2] + took.gpu_s
+        sums[3].add(took.device)
+    if not panels:
+        return
+    print("finished runs, estimated against measured GPU-hours (each at the runs per GPU it had; "
+          "measured: its record's elapsed time × its share of a GPU; ? a device not recorded):")
+    panels["all"] = [*(sum(p[i] for p in panels.values()) for i in range(3)),
+                     set().union(*(p[3] for p in panels.values()))]
+    for panel, (n, est, took, devices) in panels.items():
+        print(f"  {panel}: {est / 3600:.2f} estimated, {took / 3600:.2f} measured "
+              f"(×{est / took:.2f}; {n} run{'s' * (n > 1)} on {', '.join(sorted(devices))})")
+
+
+def _panel(run) -> str:
+    return next((o[6:] for o in run.overrides if o.startswith("panel=")), "(no panel)")
 
 
 def _gpu_count() -> int:
