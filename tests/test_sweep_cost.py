@@ -194,8 +194,10 @@ def test_measured_shares_a_gpu_among_the_runs_on_it(tmp_path):
     d = _record(tmp_path, "d", 1000, 1100)
     e = _record(tmp_path, "e", 1000, 1100)
     f = _record(tmp_path, "f", 1050, 1150)
-    (tmp_path / "s" / "g").mkdir()
-    (tmp_path / "s" / "g" / "summary.json").write_text('{"status": "running"}')
+    for name, text in (("g", '{"status": "running"}'), ("h", "{damaged"),
+                       ("i", '{"status": "finished"}')):  # not finished, unreadable, no times
+        (tmp_path / "s" / name).mkdir()
+        (tmp_path / "s" / name / "summary.json").write_text(text)
     (tmp_path / "gpus.csv").write_text("# typed in\nfirst_start,gpus,device\n"
                                        "2026-12-05T10:16,2,2xH100\n")
     got = measured(tmp_path)

@@ -48,10 +48,13 @@ def _records(root: Path) -> list[dict]:
     """The finished summaries under ``root/<sweep>/<run>/``, each with its folder and times."""
     runs = []
     for path in sorted(root.glob("*/*/summary.json")):
-        summary = json.loads(path.read_text())
-        if summary.get("status") != "finished" or not summary.get("finished"):
+        try:  # a record that cannot be read measures nothing (the launch names damaged ones)
+            summary = json.loads(path.read_text())
+            if summary.get("status") != "finished":
+                continue
+            a, b = (datetime.fromisoformat(summary[k]).timestamp() for k in ("started", "finished"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        a, b = (datetime.fromisoformat(summary[k]).timestamp() for k in ("started", "finished"))
         slot = (summary.get("host"), summary.get("cuda_visible_devices"))
         runs.append({"dir": path.parent, "a": a, "b": b, "slot": slot,
                      "device": (summary.get("device_name") or "").replace("NVIDIA ", "")})
