@@ -425,11 +425,9 @@ def cmd_findings(args: Args) -> int:
         fig = fnd.forest(spec, table)
         save_figure(fig, out / "findings_forest")
         plt.close(fig)
-    counts = table["verdict"].value_counts()
     decided = table[(table["verdict_fw"] != "") & (table["verdict"] != "inconclusive")]
     kept = int((decided["verdict_fw"] == decided["verdict"]).sum())
-    print(f"{len(table)} finding cells -> {out}/findings.md: "
-          + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    print(f"{len(table)} finding cells -> {out}/findings.md: {fnd.verdict_counts(table)}"
           + f"; family-wise ({fnd.family_text(table)}): {kept} of the {len(decided)} verdicts "
           "other than inconclusive kept")
     return 0

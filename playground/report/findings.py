@@ -72,6 +72,11 @@ class Side:
     scale: str
     variant: str
 
+    @property
+    def folder(self) -> str:
+        """The sweep its runs record, and their folder: ``fig7_mini``."""
+        return f"{self.sweep}_{self.scale}"
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -193,7 +198,7 @@ def _same(value, wanted: str) -> bool:
 
 def _variant_keys(side: Side) -> tuple[tuple[str, str], ...]:
     """The config keys and values that name ``side``'s runs: its sweep folder and variant."""
-    return ("sweep", f"{side.sweep}_{side.scale}"), ("variant", side.variant)
+    return ("sweep", side.folder), ("variant", side.variant)
 
 
 def _matching(frame: pd.DataFrame, pairs) -> pd.Series:
@@ -590,6 +595,11 @@ def summary(table: pd.DataFrame) -> str:
         lines += ["", f"° inconclusive family-wise ({family_text(table)}): its interval then "
                       "covers 0 or the tolerance's edge."]
     return "\n".join(lines) + "\n"
+
+
+def verdict_counts(table: pd.DataFrame) -> str:
+    """How many cells have each verdict, most first: ``23 inconclusive, 18 holds, …``."""
+    return ", ".join(f"{n} {verdict}" for verdict, n in table["verdict"].value_counts().items())
 
 
 def family_text(table: pd.DataFrame) -> str:

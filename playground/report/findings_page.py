@@ -15,11 +15,9 @@ from playground.report import findings as fnd
 UNTESTED_COLOUR = "#999999"  # a verdict's colour: findings.VERDICT_COLOURS, else this
 
 
-def verdict_counts(table: pd.DataFrame) -> str:
-    """``73 finding cells: 18 holds, 7 reversed, …``."""
-    counts = table["verdict"].value_counts()
-    return (f"{len(table)} finding cells: "
-            + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
+def counts_text(table: pd.DataFrame) -> str:
+    """``73 finding cells: 23 inconclusive, 18 holds, …`` (the page's and the index's line)."""
+    return f"{len(table)} finding cells: {fnd.verdict_counts(table)}"
 
 
 def findings_body(table: pd.DataFrame, findings: list, href) -> str:
@@ -30,7 +28,7 @@ def findings_body(table: pd.DataFrame, findings: list, href) -> str:
     (``img/findings_forest.svg``)."""
     by_id = {f.id: f for f in findings}
     body = ['<header><a href="index.html">&larr; all panels</a><h1>Findings</h1>'
-            f"<p>{html.escape(verdict_counts(table))}. Family-wise: "
+            f"<p>{html.escape(counts_text(table))}. Family-wise: "
             f"{html.escape(fnd.family_text(table))}; ° where that reading is inconclusive. "
             "A verdict of holds or reversed needs ≥ 3 seeds a side and a 95 % interval "
             "excluding 0 (docs/findings.md).</p></header>",

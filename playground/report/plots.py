@@ -27,14 +27,20 @@ CMAP = LinearSegmentedColormap.from_list("acc", ["#ffffff", "#c7e9c0", "#41ab5d"
 FAILED = "#bdbdbd"
 
 
+def figure_bytes(fig: Figure, fmt: str, **savefig) -> bytes:
+    """``fig`` as ``fmt`` (png, svg), byte-identical for the same figure (no date, a fixed SVG
+    id salt); ``savefig``: more of matplotlib's options (``dpi``)."""
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "canon-playground"}):
+        fig.savefig(buf, format=fmt, bbox_inches="tight",
+                    metadata={"Date": None} if fmt == "svg" else None, **savefig)
+    return buf.getvalue()
+
+
 def save_figure(fig: Figure, path: Path) -> None:
-    """PNG and SVG, both byte-identical for the same figure (no date, fixed SVG id salt)."""
+    """PNG and SVG, both byte-identical for the same figure (:func:`figure_bytes`)."""
     for fmt in ("png", "svg"):
-        buf = io.BytesIO()
-        with matplotlib.rc_context({"svg.hashsalt": "canon-playground"}):
-            fig.savefig(buf, format=fmt, dpi=200, bbox_inches="tight",
-                        metadata={"Date": None} if fmt == "svg" else None)
-        atomic_write(path.with_suffix(f".{fmt}"), buf.getvalue())
+        atomic_write(path.with_suffix(f".{fmt}"), figure_bytes(fig, fmt, dpi=200))
 
 
 def cell_text(value: float, value2: float, status: str, percent: bool = True) -> str:

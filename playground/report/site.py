@@ -21,14 +21,12 @@ infinities are written as ``null`` (never as a number), and every file is writte
 from __future__ import annotations
 
 import html
-import io
 import json
 import math
 import re
 from importlib.resources import files
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
@@ -284,14 +282,12 @@ def page(title: str, body: str, data: dict) -> bytes:
 
 
 def svg(fig) -> bytes:
-    """``fig`` as SVG, the same bytes for the same figure (no date, a fixed hash salt)."""
+    """``fig`` as SVG (``plots.figure_bytes``), then closed."""
     import matplotlib.pyplot as plt
 
-    buf = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "canon-playground"}):
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    data = plots.figure_bytes(fig, "svg")
     plt.close(fig)
-    return buf.getvalue()
+    return data
 
 
 def thumbnail(frame: pd.DataFrame, title: str) -> bytes:
@@ -361,7 +357,7 @@ def build(roots: list[Path], out: Path, findings: Path | None = None) -> dict:
     a findings file, also its findings page); return counts. Every input is checked
     (ConfigError naming it) before anything is written."""
     from playground.report import findings as fnd
-    from playground.report.findings_page import findings_body, verdict_counts
+    from playground.report.findings_page import counts_text, findings_body
 
     for root in roots:
         if not root.is_dir():
@@ -402,13 +398,13 @@ def build(roots: list[Path], out: Path, findings: Path | None = None) -> dict:
         links = {p["href"] for p in pages}
 
         def href(side, panel: str) -> str | None:  # the page of a side's runs at a panel
-            link = f"{slug(f'{side.sweep}_{side.scale}', panel)}.html"
+            link = f"{slug(side.folder, panel)}.html"
             return link if link in links else None
 
         atomic_write(out / "findings.html", page("Findings", findings_body(table, spec, href),
                                                  {"page": "findings"}))
     atomic_write(out / "index.html", index_page(pages, refused, unplaced,
-                                                verdict_counts(table) if table is not None else ""))
+                                                counts_text(table) if table is not None else ""))
     assets = files("playground.report") / "site"
     for asset in ASSETS:
         atomic_write(out / asset, (assets / asset).read_bytes())
