@@ -57,5 +57,5 @@ if "-v" in sys.argv:
 
 runs_all = runs
 runs = [r for r in runs_all if r["group"] >= "2026-11-26"]
-table(panel, "2026-11-26 groups only (code of that day)")
+table(panel, "groups from 2026-11-26 on (newer code)")
 runs = runs_all
