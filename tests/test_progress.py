@@ -410,26 +410,48 @@ def test_whole_columns_take_a_panels_sizes_smallest_model_first(tmp_path, capsys
             "p2 2L64D, p1 4L64D, p2 4L64D") in capsys.readouterr().out
 
 
-def test_a_run_does_not_join_a_gpu_whose_runs_it_would_push_past_the_deadline(tmp_path):
-    """Seed 0's wall time is 20 s × the runs sharing its GPU, seed 1's 2 s ×. Seed 1 fits
-    beside seed 0 itself, but seed 0 shared by two would take 40 s, past the 25 s deadline: on
-    one GPU seed 1 waits for seed 0 to end, on two it takes the other GPU at once."""
+def test_a_run_joins_a_gpu_only_if_its_runs_still_end_in_time(tmp_path):
+    """Seed 0's wall time is 20 s × the runs sharing its GPU; a 25 s deadline. Seed 1 of 8 s ×
+    fits beside seed 0 by itself (16 s), but in those 16 s seed 0 does 16 / 40 of itself and
+    needs 0.6 × 20 s more alone, to 28 s: on one GPU seed 1 waits for seed 0 to end, on two it
+    takes the other GPU at once. Seed 1 of 2 s × joins at once: seed 0 is then done at
+    4 + 0.9 × 20 = 22 s (taken as shared by two from its start, 40 s, it would not be)."""
+    runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+                        for s in range(2)])
+    for joiner, together in ((8.0, False), (2.0, True)):
+        def wall(config, sharing, joiner=joiner):
+            return (20.0 if config.seed == 0 else joiner) * sharing
+
+        started, left = launch.simulate(runs, 1, 2, 25.0, wall)
+        assert not left and [(r.config.seed, round(a, 2)) for r, a, _ in started] == [
+            (0, 0.0), (1, 0.0 if together else 13.33)], joiner
+        started, _ = launch.simulate(runs, 2, 2, 25.0, wall)
+        assert [(r.config.seed, a) for r, a, _ in started] == [(0, 0.0), (1, 0.0)]
+        slots = launch.Slots(["0"], 2, 25.0, wall, say=lambda _: None)
+        slots.take("0", runs[0], 0.0)
+        assert slots.ends("0", runs[1], 0.0) == pytest.approx(28.0 if joiner == 8.0 else 22.0)
+        assert (slots.next_start([runs[1]], 0.0) is not None) == together
+        slots.give("0", runs[0], 0.0)
+        assert slots.next_start([runs[1]], 0.0) == (0, "0", 1)
+
+
+def test_a_run_counts_the_share_of_the_runs_on_its_gpu_already_done(tmp_path):
+    """Seed 0 (20 s alone, 40 s shared by two, margin 1.0) started at 0; at 10 s it has half of
+    itself to do. Seed 1 (10 s × the runs sharing) joining then: shared by two, seed 0's half
+    takes 20 s and seed 1's whole 20 s, both end at 30 s, before the 35 s deadline. At 21 s
+    seed 0 is past its expected time, which says nothing of its end: no run joins it."""
     runs = launch.plan([["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
                         for s in range(2)])
 
     def wall(config, sharing):
-        return (20.0 if config.seed == 0 else 2.0) * sharing
+        return (20.0 if config.seed == 0 else 10.0) * sharing
 
-    started, left = launch.simulate(runs, 1, 2, 25.0, wall)
-    assert [(r.config.seed, round(a, 2), round(b, 2)) for r, a, b in started] == [
-        (0, 0.0, 13.33), (1, 13.33, 14.67)] and not left
-    started, _ = launch.simulate(runs, 2, 2, 25.0, wall)
-    assert [(r.config.seed, a) for r, a, _ in started] == [(0, 0.0), (1, 0.0)]
-    slots = launch.Slots(["0"], 2, 25.0, wall, say=lambda _: None)
+    slots = launch.Slots(["0"], 2, 35.0, wall, say=lambda _: None, margin=1.0)
     slots.take("0", runs[0], 0.0)
-    assert slots.next_start([runs[1]], 0.0) is None
-    slots.give("0", runs[0], 0.0)
-    assert slots.next_start([runs[1]], 0.0) == (0, "0", 1)
+    assert slots.ends("0", runs[1], 10.0) == pytest.approx(30.0)
+    assert slots.next_start([runs[1]], 10.0) == (0, "0", 2)
+    assert slots.ends("0", runs[1], 21.0) == math.inf
+    assert slots.next_start([runs[1]], 21.0) is None
 
 
 def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):

@@ -220,11 +220,13 @@ class Slots:
     """The slots of a local launch (``per_gpu`` on each of ``devices``) and its deadline rule:
     where the next run starts and whether it is expected to end in time. The launcher and the
     dry run's :func:`simulate` share it. With ``deadline`` (seconds after the launch), a run
-    starts on a GPU only if ``wall(config, runs sharing that GPU then)`` seconds end before it,
-    and if each run already there, taken as shared so from its own start, still ends before it
-    (a run that joins a GPU slows the runs on it); the wall times rescaled once runs of their
-    kind have finished (:func:`_kind`, ``CALIBRATED_MARGIN``). ``wall`` includes ``margin``: an
-    estimate × the runs sharing × ``margin`` (:func:`expected_wall`, the default)."""
+    starts on a GPU only if it and each run already there are expected to end before it, each
+    run at ``wall(config, runs sharing the GPU)`` from moment to moment, the runs there having
+    done the share of theirs their time so far gives, and no run joining after it
+    (:meth:`ends`: a run that joins slows the runs there until one of them ends); the wall
+    times rescaled once runs of their kind have finished (:func:`_kind`,
+    ``CALIBRATED_MARGIN``). ``wall`` includes ``margin``: an estimate × the runs sharing ×
+    ``margin`` (:func:`expected_wall`, the default)."""
 
     def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
                  wall=None, say=print, margin: float = DEADLINE_MARGIN):
@@ -266,13 +268,39 @@ class Slots:
             gpu = min(self.free, key=sharing.__getitem__)
             return 0, gpu, sharing[gpu]
         for gpu in sorted(sharing, key=lambda g: (sharing[g], self.free.index(g))):
-            if any(start + self.expected(run, sharing[gpu]) > self.deadline
-                   for g, run, start in self.running if g == gpu):
-                continue  # one more run here and a run already here would end too late
             for i, run in enumerate(queue):
-                if self.expected(run, sharing[gpu]) <= self.deadline - elapsed:
+                if self.ends(gpu, run, elapsed) <= self.deadline:
                     return i, gpu, sharing[gpu]
         return None
+
+    def ends(self, gpu: str, run: Planned, elapsed: float) -> float:
+        """Seconds after the launch at which the last of ``gpu``'s runs would end if ``run``
+        joined them ``elapsed`` seconds after it and no run after it, each run taking its
+        expected time (:meth:`expected`) at the runs sharing the GPU from moment to moment; a
+        run there has done the share of its expected time that its estimated share so far
+        (:meth:`_credit`) gives. inf where a run there is past its expected time (nothing says
+        when it ends) or has no estimate."""
+        here = [r for g, r, _ in self.running if g == gpu]
+        left = []  # [run, share of its expected time still to do]
+        for other in here:
+            done, since = self.credit[id(other)]
+            estimated = self.estimated(other, len(here))
+            done += (elapsed - since) / max(estimated, 1e-9)
+            share = 1.0 - done * estimated / self.expected(other, len(here))
+            if not share > 0:  # past its expected time, or no estimate (inf / inf)
+                return math.inf
+            left.append([other, share])
+        left.append([run, 1.0])
+        now = elapsed
+        while left:
+            seconds = [share * self.expected(r, len(left)) for r, share in left]
+            step = min(seconds)
+            if not math.isfinite(step):
+                return math.inf
+            now += step
+            left = [[r, share * (1.0 - step / t)] for (r, share), t in zip(left, seconds)
+                    if t - step > 1e-9 * max(now, 1.0)]
+        return now
 
     def take(self, gpu: str, run: Planned, elapsed: float) -> None:
         self._credit(gpu, elapsed)
