@@ -237,12 +237,15 @@ class Slots:
         self.walls: dict[tuple[int, int], float] = {}  # (run, runs sharing its GPU) -> seconds
         self.ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
         self.credit: dict[int, list[float]] = {}  # run -> [measured / estimated so far, since]
+        self.kinds: dict[int, tuple[str, str]] = {}  # run -> its kind (_kind)
 
     def expected(self, run: Planned, sharing: int) -> float:
         """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
         once runs of its kind have finished, its estimate (:meth:`estimated`) × their largest
         measured ratio × ``CALIBRATED_MARGIN``."""
-        estimated, ratio = self.estimated(run, sharing), self.ratios.get(_kind(run.config))
+        if id(run) not in self.kinds:  # read once: the deadline rule asks it often
+            self.kinds[id(run)] = _kind(run.config)
+        estimated, ratio = self.estimated(run, sharing), self.ratios.get(self.kinds[id(run)])
         return estimated * ratio * CALIBRATED_MARGIN if ratio else self.walls[(id(run), sharing)]
 
     def estimated(self, run: Planned, sharing: int) -> float:
