@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,14 @@ HOLD = Path(__file__).resolve().parents[1] / "docs" / "bench" / "hold.sh"
 DRY = ["scale=mini", "panels=mano", "dry_run=true"]
 
 
-def hold(tmp_path: Path, hold_left: int, *sweeps: list[str]) -> str:
-    """``hold.sh start`` with the sweeps joined by ``--then``, in ``tmp_path``; the launch log."""
+def hold(tmp_path: Path, hold_left: int, *sweeps: list[str], tests: str = "") -> str:
+    """``hold.sh start`` with the sweeps joined by ``--then``, in ``tmp_path`` (``tests``:
+    ``HOLD_TESTS``); the launch log."""
     work = tmp_path / "repo"  # what travels: nothing is needed, the package is installed
     work.mkdir(exist_ok=True)
     args = [a for sweep in sweeps for a in ["--then", *sweep]][1:]
     env = {**os.environ, "HOLD_TMP": str(tmp_path), "HOLD_NO_INSTALL": "1",
-           "OUT": str(tmp_path / "out"), "MIN_LAUNCH_S": "100",
+           "OUT": str(tmp_path / "out"), "MIN_LAUNCH_S": "100", "HOLD_TESTS": tests,
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     try:
         subprocess.run(["bash", str(HOLD), "start", "240", str(hold_left), *args], cwd=work,
@@ -47,6 +49,19 @@ def test_then_launches_each_sweep_after_the_one_before_with_the_deadline_left(tm
 
 @pytest.mark.slow
 def test_no_launch_with_less_than_min_launch_s_left(tmp_path):
-    log = hold(tmp_path, 150, ["fig7", *DRY])  # 150 s less the 60-s margin: under 100
+    """And HOLD_TESTS runs its pytest selection beside the launch, quotes kept, its output and
+    exit status in the report folder's gpu_tests.txt."""
+    smoke = tmp_path / "t_smoke.py"
+    smoke.write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n\n\n"
+                     "def test_three():\n    assert False\n")
+    log = hold(tmp_path, 150, ["fig7", *DRY],  # 150 s less the 60-s margin: under 100
+               tests=f'{smoke} -k "one or two"')
     assert re.search(r"^not launched, \d+ s left: playground-sweep fig7 scale=mini", log, re.M)
     assert "launch at" not in log
+    report = tmp_path / "hold" / "report" / "gpu_tests.txt"
+    for _ in range(300):  # the tests run on after the (empty) launch
+        if report.exists() and "pytest exit" in report.read_text():
+            break
+        time.sleep(0.1)
+    text = report.read_text()
+    assert "2 passed, 1 deselected" in text and text.rstrip().endswith("pytest exit 0"), text

@@ -20,6 +20,9 @@
 # start again while the hold is warm (the last launch ended, in the call before): a second launch on the same
 #   machine; the first packer stops, and runs.tgz and logs.tgz, once rewritten, hold what is newer than this start;
 #   smi.csv and load.txt go on.
+# HOLD_TESTS="PYTEST ARGS" (start): also run `python3 -m pytest -q PYTEST ARGS` in the copy, beside the launch (its
+#   GPUs shared with the runs; e.g. HOLD_TESTS='-m gpu tests/test_gpu.py -k "cuda"'), its output into
+#   gpu_tests.txt of the report folder, ending with a line "pytest exit N".
 # HOLD_NO_INSTALL=1: the project is importable already (a trial on a development machine); HOLD_TMP: the
 #   folder of hold/, head/ and hold_end (default /tmp; tests/test_hold_script.py tries the queue so).
 set -u
@@ -65,6 +68,11 @@ EOS
       seg=""
     done; } > $ROOT/launch.sh
   : > $R/launch.log
+  if [ -n "${HOLD_TESTS:-}" ]; then  # the tests, as written (their quotes kept), beside the launch
+    echo "python3 -m pytest -q -p no:cacheprovider $HOLD_TESTS" > $ROOT/tests.sh
+    setsid nohup bash -c "bash $ROOT/tests.sh > $R/gpu_tests.txt 2>&1; echo \"pytest exit \$?\" >> $R/gpu_tests.txt" \
+      > /dev/null 2>&1 < /dev/null &
+  fi
   setsid nohup bash -c "bash $ROOT/launch.sh >> $R/launch.log 2>&1; touch $ROOT/done" \
     > /dev/null 2>&1 < /dev/null &
   setsid nohup bash -c 'cd '$HEAD'; while sleep 20; do
