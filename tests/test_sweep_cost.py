@@ -227,3 +227,15 @@ def test_the_dry_run_sets_finished_runs_estimate_beside_their_measured_time(tmp_
                         f"  all: {est:.2f} estimated, 1.00 measured (×{est:.2f}; 2 runs on H200)\n")
     print_measured([SimpleNamespace(out=tmp_path / "none", config=cfg, overrides=[])])
     assert capsys.readouterr().out == ""  # no record: nothing to set beside the estimate
+    # a run of another GPU model, hours later (a group of its own, alone on its GPU): the ratio
+    # on each model beside the panel's; "2xH100" (gpus.csv) is the model H100
+    (tmp_path / "gpus.csv").write_text("first_start,gpus,device\n2026-12-05T15:00,2,2xH100\n")
+    runs.append(SimpleNamespace(out=_record(tmp_path, "c", 5 * 3600, 5 * 3600 + 1800),
+                                config=cfg, overrides=["panel=q"]))
+    print_measured(runs)
+    out = capsys.readouterr().out
+    one = estimate(cfg, 1).gpu_s / 3600
+    assert f"  q: {one:.2f} estimated, 0.50 measured (×{one / 0.5:.2f}; 1 run on H100)\n" in out
+    assert out.endswith(
+        f"  all: {est + one:.2f} estimated, 1.50 measured (×{(est + one) / 1.5:.2f}; 3 runs: "
+        f"H100 ×{one / 0.5:.2f} of 1, H200 ×{est:.2f} of 2)\n"), out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import subprocess
 import sys
 
@@ -302,7 +303,7 @@ def print_measured(finished: list) -> None:
     found = {}
     for root in {run.out.parent.parent for run in finished}:
         found.update(measured(root))
-    panels: dict[str, list] = {}  # panel -> [runs, estimated, measured GPU-seconds, devices]
+    panels: dict[str, dict] = {}  # panel -> GPU model -> [runs, estimated, measured GPU-s]
     for run in finished:
         if (took := found.get(run.out)) is None or not took.gpu_s > 0:
             continue
@@ -310,18 +311,23 @@ def print_measured(finished: list) -> None:
             est = estimate(run.config, took.per_gpu).gpu_s
         except (ValueError, KeyError, AttributeError):  # as print_estimate: not estimated
             continue
-        sums = panels.setdefault(_panel(run), [0, 0.0, 0.0, set()])
-        sums[0], sums[1], sums[2] = sums[0] + 1, sums[1] + est, sums[2] + took.gpu_s
-        sums[3].add(took.device)
+        model = re.sub(r"^\d+x", "", took.device)  # 4xH200 -> H200
+        for key in (_panel(run), "all"):
+            sums = panels.setdefault(key, {}).setdefault(model, [0, 0.0, 0.0])
+            sums[0], sums[1], sums[2] = sums[0] + 1, sums[1] + est, sums[2] + took.gpu_s
     if not panels:
         return
     print("finished runs, estimated against measured GPU-hours (each at the runs per GPU it had; "
-          "measured: its record's elapsed time × its share of a GPU; ? a device not recorded):")
-    panels["all"] = [*(sum(p[i] for p in panels.values()) for i in range(3)),
-                     set().union(*(p[3] for p in panels.values()))]
-    for panel, (n, est, took, devices) in panels.items():
+          "measured: its record's elapsed time × its share of a GPU; ? a device not recorded; "
+          "with several GPU models, the ratio on each):")
+    for panel in [*(p for p in panels if p != "all"), "all"]:
+        models = panels[panel]
+        n, est, took = (sum(m[i] for m in models.values()) for i in range(3))
+        runs = f"{n} run{'s' * (n > 1)}"
+        each = (f"{runs} on {next(iter(models))}" if len(models) == 1 else f"{runs}: " + ", ".join(
+            f"{model} ×{e / t:.2f} of {k}" for model, (k, e, t) in sorted(models.items())))
         print(f"  {panel}: {est / 3600:.2f} estimated, {took / 3600:.2f} measured "
-              f"(×{est / took:.2f}; {n} run{'s' * (n > 1)} on {', '.join(sorted(devices))})")
+              f"(×{est / took:.2f}; {each})")
 
 
 def _panel(run) -> str:
