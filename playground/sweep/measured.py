@@ -3,7 +3,7 @@
 
 A run's GPU-seconds are its elapsed time (``started`` → ``finished`` of its summary) times its
 share of a GPU at each moment. Runs whose elapsed times overlap form a group. Where every run of
-a group names its host and GPU (``host``, ``cuda_visible_devices``: records from 2026-12-02 on),
+a group names its host and GPU (``host``, ``cuda_visible_devices``; records since 2026-12-02 04:37),
 the runs active on one GPU share it equally. Else the group shared its GPUs equally, each run
 holding min(1, GPUs / runs active) of one: the GPUs that ``GROUPS_CSV`` beside the sweep folders
 gives for the group's first start (UTC, to the minute), else 1. A group's runs are estimated at
