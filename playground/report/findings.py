@@ -660,8 +660,7 @@ def row_texts(row: pd.Series) -> dict[str, str]:
     for side in ("a", "b"):
         n = row[f"seeds_{side}"]
         texts[side] = f"{_number(row[f'mean_{side}'], percent)} (n = {n})" if n else "no run"
-        raw = row[f"values_{side}"]
-        values = [float(v) for v in raw.split(";") if v] if isinstance(raw, str) else []
+        values = _seed_values(row, side)
         texts[f"values_{side}"] = ", ".join(f"{100 * v:.1f}" if percent else f"{v:.3g}"
                                             for v in values) + (" %" if percent and values else "")
     return texts

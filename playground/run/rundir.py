@@ -455,7 +455,7 @@ def placement(device: torch.device) -> dict[str, str | None]:
     """Where a run computes, for its summary: ``device_name``, the GPU's name (``NVIDIA H200``)
     for a CUDA device, else its type; ``host``; ``cuda_visible_devices``, the GPUs the process
     was given (a local launch gives each run one), None where unset. Runs of one host and one
-    GPU whose times overlap shared that GPU (docs/bench/2026-11-26-cost-estimate/check.py)."""
+    GPU whose times overlap shared that GPU (``playground.sweep.measured``)."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
     return {"device_name": name, "host": socket.gethostname(),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
