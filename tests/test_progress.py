@@ -244,6 +244,37 @@ def test_a_local_sweep_with_a_deadline_starts_only_the_runs_that_end_in_time(
     assert (1, 2) in asked  # seed 1 was first held against a GPU shared with seed 0: 40 s
 
 
+def test_a_local_launch_skips_finished_runs_before_the_deadline_sees_them(
+        tmp_path, monkeypatch, capsys):
+    """Seed 0's directory holds its finished run (same config): it is neither started nor held
+    against the deadline, which leaves room for seed 1 (20 s alone, 25 s deadline); seed 2's
+    directory holds a finished run of another config: not launched, with the run's own error."""
+    from omegaconf import OmegaConf
+
+    real, started = subprocess.Popen, []
+
+    def quick(command, **kw):
+        started.append(next(a for a in command if a.startswith("seed=")))
+        return real([sys.executable, "-c", "import time; time.sleep(0.3)"], **kw)
+
+    monkeypatch.setattr(launch.subprocess, "Popen", quick)
+    runs = [["size=2L64D", "train.device=cpu", f"seed={s}", f"out_dir={tmp_path}/s{s}"]
+            for s in range(3)]
+    for seed, stored in ((0, runs[0]), (2, [*runs[2][:2], "seed=7", runs[2][3]])):
+        config = launch.plan([stored])[0].config
+        (tmp_path / f"s{seed}").mkdir()
+        OmegaConf.save(config, tmp_path / f"s{seed}" / "config.yaml", resolve=True)
+        (tmp_path / f"s{seed}" / "summary.json").write_text('{"status": "finished"}')
+    assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=1, deadline=25.0,
+                            wall=lambda config, sharing: 20.0 * sharing) == 1
+    printed = capsys.readouterr()
+    assert started == ["seed=1"]
+    assert "1 of 3 run(s) finished already" in printed.out
+    assert "launching 1 run(s)" in printed.out and "not started" not in printed.out
+    assert re.search(r"run 2 \(\): not launched: .*s2 already holds a run with a different config "
+                     r"\(seed: 7 -> 2\)", printed.err), printed.err
+
+
 def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(
         tmp_path, monkeypatch):
     """``PLAYGROUND_HOST_RUNS`` (the runs whose loader workers share the host's cores) is the

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -76,6 +76,7 @@ class Planned:
     config: DictConfig | None = None
     out: Path | None = None
     error: str | None = None
+    finished: bool = False  # its run directory holds the finished run (checked_finished)
 
     @property
     def labels(self) -> str:
@@ -98,6 +99,26 @@ def plan(runs: list[list[str]], extra: list[str] = ()) -> list[Planned]:
         except ConfigError as err:
             planned.append(Planned(index, overrides, error=" ".join(str(err).split())))
     return planned
+
+
+def checked_finished(run: Planned) -> Planned:
+    """``run`` marked finished where its own process would skip it (``train.resume=auto``, a
+    finished summary in its run directory, of the same config), so that a launch neither starts it
+    nor holds its estimated time against a deadline; a run directory of a different config makes it
+    a run not launched, with the error the run would give."""
+    from omegaconf import OmegaConf
+
+    from playground.run.train import check_same_run, finished_summary
+
+    if run.error is not None or run.config.train.resume != "auto":
+        return run
+    try:
+        if finished_summary(run.out) is None:
+            return run
+        check_same_run(run.out, OmegaConf.to_container(run.config, resolve=True))
+    except ConfigError as err:
+        return replace(run, error=" ".join(str(err).split()))
+    return replace(run, finished=True)
 
 
 def report_not_launched(planned: list[Planned], log_dir: Path) -> int:
@@ -486,8 +507,12 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     estimate × the runs sharing its GPU × ``margin``); the runs that never fit are listed at the
     end, not counted as failures (the same command starts them later)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    planned = plan(runs)
+    planned = [checked_finished(p) for p in plan(runs)]
     failures = report_not_launched(planned, log_dir)
+    if skipped := [p for p in planned if p.error is None and p.finished]:
+        print(f"{len(skipped)} of {len(planned)} run(s) finished already (each a summary.json "
+              "with status finished, of the same config): skipped", flush=True)
+        planned = [p for p in planned if not p.finished]
     slots = Slots(_device_ids(gpus), per_gpu, deadline, wall,
                   lambda line: print(line, flush=True), margin)
     at_once = len(slots.free)  # the runs at once
