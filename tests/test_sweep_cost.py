@@ -182,8 +182,8 @@ def _record(root: Path, name: str, start: float, end: float, **fields) -> Path:
 
 def test_measured_shares_a_gpu_among_the_runs_on_it(tmp_path):
     """Records that name host and GPU: the runs on one GPU split it moment by moment; those
-    without: the group's GPUs (gpus.csv, else 1) split among its runs; the runs per GPU at a
-    group's start; a run not finished does not count."""
+    without: the group's GPUs (gpus.csv, else 1) split among its runs; a run's runs per GPU:
+    their average over its life; a run not finished does not count."""
     from playground.sweep.measured import measured
 
     known = {"host": "h", "device_name": "NVIDIA H200"}
@@ -194,6 +194,7 @@ def test_measured_shares_a_gpu_among_the_runs_on_it(tmp_path):
     d = _record(tmp_path, "d", 1000, 1100)
     e = _record(tmp_path, "e", 1000, 1100)
     f = _record(tmp_path, "f", 1050, 1150)
+    trio = [_record(tmp_path, f"t{i}", 2000, 2300) for i in range(3)]  # not in gpus.csv: 1 GPU
     for name, text in (("g", '{"status": "running"}'), ("h", "{damaged"),
                        ("i", '{"status": "finished"}')):  # not finished, unreadable, no times
         (tmp_path / "s" / name).mkdir()
@@ -201,14 +202,16 @@ def test_measured_shares_a_gpu_among_the_runs_on_it(tmp_path):
     (tmp_path / "gpus.csv").write_text("# typed in\nfirst_start,gpus,device\n"
                                        "2026-12-05T10:16,2,2xH100\n")
     got = measured(tmp_path)
-    assert set(got) == {a, b, c, d, e, f}
+    assert set(got) == {a, b, c, d, e, f, *trio}
     assert [got[x].gpu_s for x in (a, b, c)] == pytest.approx([50, 150, 100])
-    assert [got[x].per_gpu for x in (a, b, c)] == [2, 2, 1]
+    assert [got[x].per_gpu for x in (a, b, c)] == [2, 1, 1]  # b: 200 s for 150 GPU-s
     assert {got[x].device for x in (a, b, c)} == {"H200"} and got[a].group == "2026-12-05T10:00"
     # d, e alone for 50 s (2 GPUs: one each), then d, e, f share them (2/3 each), f alone 50 s
     assert [got[x].gpu_s for x in (d, e, f)] == pytest.approx([50 + 100 / 3] * 2 + [100 / 3 + 50])
-    assert [got[x].per_gpu for x in (d, e, f)] == [2, 2, 2]  # 3 started in its first minute
+    assert [got[x].per_gpu for x in (d, e, f)] == [1, 1, 1]  # 100 s for 83 GPU-s each
     assert got[d].device == "2xH100" and got[d].group == "2026-12-05T10:16"
+    assert [(got[t].gpu_s, got[t].per_gpu, got[t].device) for t in trio] == [
+        (pytest.approx(100), 3, "?")] * 3
 
 
 def test_the_dry_run_sets_finished_runs_estimate_beside_their_measured_time(tmp_path, capsys):

@@ -294,9 +294,9 @@ def print_estimate(costs: list, per_gpu: int) -> None:
 
 
 def print_measured(finished: list) -> None:
-    """For the ``finished`` planned runs: per panel, their estimate (at the runs per GPU each
-    had) against the GPU time their records measured (``playground.sweep.measured``), and in
-    all; nothing where none has a record to read."""
+    """For the ``finished`` planned runs: per panel, their estimate (at the runs its GPU had
+    on average over its life) against the GPU time their records measured
+    (``playground.sweep.measured``), and in all; nothing where none has a record to read."""
     from playground.sweep.cost import estimate
     from playground.sweep.measured import measured
 
@@ -317,9 +317,9 @@ def print_measured(finished: list) -> None:
             sums[0], sums[1], sums[2] = sums[0] + 1, sums[1] + est, sums[2] + took.gpu_s
     if not panels:
         return
-    print("finished runs, estimated against measured GPU-hours (each at the runs per GPU it had; "
-          "measured: its record's elapsed time × its share of a GPU; ? a device not recorded; "
-          "with several GPU models, the ratio on each):")
+    print("finished runs, estimated against measured GPU-hours (each at the runs its GPU had on "
+          "average; measured: its record's elapsed time × its share of a GPU; ? a device not "
+          "recorded; with several GPU models, the ratio on each):")
     for panel in [*(p for p in panels if p != "all"), "all"]:
         models = panels[panel]
         n, est, took = (sum(m[i] for m in models.values()) for i in range(3))

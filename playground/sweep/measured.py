@@ -6,10 +6,10 @@ share of a GPU at each moment. Runs whose elapsed times overlap form a group. Wh
 a group names its host and GPU (``host``, ``cuda_visible_devices``; records since 2026-12-02 04:37),
 the runs active on one GPU share it equally. Else the group shared its GPUs equally, each run
 holding min(1, GPUs / runs active) of one: the GPUs that ``GROUPS_CSV`` beside the sweep folders
-gives for the group's first start (UTC, to the minute), else 1. A group's runs are estimated at
-the runs per GPU at its start (those that started within ``START_S`` of it): of their own GPU
-where known, else the group's runs ÷ its GPUs. Runs stopped or lost leave no finished record: the
-GPU they shared counts to the records beside them.
+gives for the group's first start (UTC, to the minute), else 1. A run is estimated at the runs
+its GPU had on average over its life: its elapsed time over its GPU-seconds, rounded (a run that
+starts at a launch's tail, its GPU's other runs ended, has it alone). Runs stopped or lost leave
+no finished record: the GPU they shared counts to the records beside them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 GROUPS_CSV = "gpus.csv"  # first_start (UTC, YYYY-MM-DDTHH:MM), gpus, device; # comment lines
-START_S = 60.0
 
 
 @dataclass
@@ -29,7 +28,7 @@ class Measured:
     """One finished run's GPU time, from its record."""
 
     gpu_s: float  # elapsed seconds × its share of a GPU
-    per_gpu: int  # runs per GPU at its group's start: what its estimate is taken at
+    per_gpu: int  # the runs its GPU had on average over its life: its estimate's sharing
     group: str  # the group's first start, UTC, to the minute
     device: str  # the group's device: its runs' GPU, else GROUPS_CSV's, else ?
 
@@ -90,9 +89,7 @@ def measured(root: Path) -> dict[Path, Measured]:
                 share[id(r)] += (t1 - t0) * (
                     1 / sum(o["slot"] == r["slot"] for o in active) if known
                     else min(1.0, gpus / len(active)))
-        first = [r for r in group if r["a"] < group[0]["a"] + START_S]
-        for r in group:
-            per_gpu = (sum(o["slot"] == r["slot"] for o in first) if known
-                       else round(len(first) / gpus))
+        for r in group:  # the runs its GPU had, on average over its life
+            per_gpu = round((r["b"] - r["a"]) / share[id(r)]) if share[id(r)] > 0 else 1
             found[r["dir"]] = Measured(share[id(r)], max(1, per_gpu), key, device)
     return found

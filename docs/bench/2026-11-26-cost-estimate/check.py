@@ -2,8 +2,8 @@
 
 Actual: playground.sweep.measured (each run's elapsed time, summary started -> finished, times its
 share of a GPU; the GPUs and devices of the groups whose records do not say them: ROOT/gpus.csv).
-Estimate: playground.sweep.cost.estimate of the run's config.yaml at the runs per GPU of its group's
-start. The dry run of playground-sweep prints the same comparison for a sweep's finished runs.
+Estimate: playground.sweep.cost.estimate of the run's config.yaml at the runs its GPU had on average
+over its life (playground.sweep.measured). The dry run of playground-sweep prints the same comparison for a sweep's finished runs.
 """
 import json
 import sys
@@ -46,7 +46,7 @@ def table(keyf, title):
 
 
 table(panel, "panel (sweep:panel)")
-table(lambda r: f"{r['group']} {r['device']} p{r['per_gpu']}", "group of overlapping runs (device, per GPU)")
+table(lambda r: f"{r['group']} {r['device']}", "group of overlapping runs (device)")
 
 if "-v" in sys.argv:
     for r in runs:
