@@ -81,7 +81,30 @@ def test_a_metric_other_than_accuracy_has_its_own_colour_scale():
                                label="kl (lower is better)")
     (bar,) = colorbars(fig)
     assert bar.get_ylabel() == "kl (lower is better)" and bar.get_ylim() == (0.02, 0.04)
+    assert bar.get_yscale() == "linear" and "log scale" not in fig.get_supxlabel()
     assert texts(fig.axes[0]) == ["0.0200\n±0.0010 n=2"]
+
+
+def test_a_wide_positive_metric_is_shaded_on_a_log_scale_in_figure_and_site():
+    """KL of 0.02 to 0.16 (one variant far above the rest, as NoPE at Lano): shades and colour
+    bar on a log scale, said in the caption, so the geometric middle takes the middle shade; the
+    results browser shades the same cells alike; a narrow span (2×) stays linear."""
+    from playground.report.site import _shades
+
+    values = [0.02, np.sqrt(0.02 * 0.16), 0.16]
+    cells = pd.DataFrame([cell(f"cfg3{g}", "8L512D", value=v, canon=c) for g, v, c in
+                          zip("fjk", values, ["none", "abcd_res", "none"])])
+    fig = plots.heatmap_figure(cells, "lano: kl", percent=False, lower=True, agg="mean")
+    (bar,) = colorbars(fig)
+    assert bar.get_yscale() == "log"
+    assert "Shades on a log scale." in flat(fig.get_supxlabel())
+    shades = _shades(cells, percent=False, lower=True)
+    assert shades == pytest.approx([1.0, 0.5, 0.0])
+    assert list(plots.shade_of(values, plots.value_scale(values, False), lower=True)) == \
+        pytest.approx(shades)
+    narrow = plots.value_scale([0.02, 0.04], percent=False)
+    assert narrow == (0.02, 0.04, False)
+    assert plots.shade_of(0.03, narrow) == pytest.approx(0.5)
 
 
 def test_depo_heatmap_explains_the_cell_format_and_chance():

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap, Normalize  # noqa: E402
+from matplotlib.colors import LinearSegmentedColormap, LogNorm, Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
@@ -25,6 +25,34 @@ from playground.report.cells import size_order  # noqa: E402
 # white (0%) → deep green (100%), like the paper's accuracy heatmaps
 CMAP = LinearSegmentedColormap.from_list("acc", ["#ffffff", "#c7e9c0", "#41ab5d", "#005a32"])
 FAILED = "#bdbdbd"
+LOG_SPAN = 3.0  # a positive metric whose panel spans this factor or more is shaded on a log scale
+
+
+def value_scale(done, percent: bool) -> tuple[float, float, bool]:
+    """The values a panel's shades span, lowest and highest, and whether on a log scale: an
+    accuracy spans 0–1 (its own shade); another metric its finished values ``done``, on a log
+    scale where all are positive and the highest is ``LOG_SPAN`` times the lowest or more (a KL
+    of one variant far above the rest then leaves the rest their own shades)."""
+    done = np.asarray(done, dtype=float)
+    done = done[~np.isnan(done)]
+    if percent or not done.size:
+        return 0.0, 1.0, False
+    lo, hi = float(done.min()), float(done.max())
+    if hi <= lo:  # one value: the middle shade
+        return lo - (abs(lo) or 1) * 0.05, hi + (abs(hi) or 1) * 0.05, False
+    return lo, hi, bool(lo > 0 and hi >= LOG_SPAN * lo)
+
+
+def shade_of(values, scale: tuple[float, float, bool], lower: bool = False):
+    """``values`` as shades in [0, 1] on ``scale`` (:func:`value_scale`), NaN kept; the best
+    value the darkest (the lowest with ``lower``)."""
+    lo, hi, log = scale
+    values = np.asarray(values, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shade = ((np.log(values) - np.log(lo)) / (np.log(hi) - np.log(lo)) if log
+                 else (values - lo) / (hi - lo))
+    shade = np.clip(shade, 0.0, 1.0)
+    return 1.0 - shade if lower else shade
 
 
 def figure_bytes(fig: Figure, fmt: str, **savefig) -> bytes:
@@ -248,9 +276,7 @@ def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, 
     variants = sorted(dict.fromkeys(zip(panel_cells["architecture"], panel_cells["canon"])),
                       key=lambda v: (v[0], v[1] != "none", v[1]))
     done = panel_cells[panel_cells["status"] == "finished"]
-    lo, hi = (0.0, 1.0) if percent or done.empty else (done["value"].min(), done["value"].max())
-    if hi <= lo:  # one value: the middle shade
-        lo, hi = lo - (abs(lo) or 1) * 0.05, hi + (abs(hi) or 1) * 0.05
+    scale = value_scale(done["value"], percent)
     panel_w = max(1.3 * len(sizes), 2.5)
     width = panel_w * len(variants) + 1.3
     fig = Figure(figsize=(width, 1.9 + 0.6 * len(rows)), layout="constrained")
@@ -260,22 +286,23 @@ def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, 
         block = panel_cells[(panel_cells["architecture"] == arch) & (panel_cells["canon"] == canon)]
         values, texts, seeds = _grid(block, rows, sizes, percent, agg)
         all_seeds.append(seeds)
-        shade = (values - lo) / (hi - lo)
         ran = block.loc[block["status"] == "finished"]
         lr = ", ".join(lr_text(x) for x in sorted(ran["lr"].unique())) if "lr" in ran else ""
         sub = seeds_text(ran.get("seeds", [])) + (f" · lr {lr}" if lr else "")
-        _draw(ax, 1.0 - shade if lower else shade, texts, rows, sizes,
+        _draw(ax, shade_of(values, scale, lower), texts, rows, sizes,
               _wrap(f"{variant_label(arch, canon)}\n{sub}", panel_w), seeds)
     for ax in axes[1:]:
         ax.set_yticklabels([])
-    norm = Normalize(100 * lo, 100 * hi) if percent else Normalize(lo, hi)
+    lo, hi, log = scale
+    norm = Normalize(100 * lo, 100 * hi) if percent else (LogNorm if log else Normalize)(lo, hi)
     depo = percent and done.get("value2", pd.Series(dtype=float)).notna().any()
     label = label or ("accuracy at k = K (%)" if depo else "accuracy (%)" if percent else "value")
     bar = fig.colorbar(ScalarMappable(norm, CMAP.reversed() if lower else CMAP), ax=list(axes),
                        fraction=0.04, pad=0.02)
     _label_bar(bar, label)
     fig.suptitle(_wrap(f"{title}\n{describe_cells(panel_cells, agg, lrs)}", width, 10), fontsize=10)
-    extra = depo_caption(str(panel_cells["panel"].iloc[0]), rows) if depo else ""
+    extra = (depo_caption(str(panel_cells["panel"].iloc[0]), rows) if depo
+             else "Shades on a log scale." if log else "")
     fig.supxlabel(_wrap(_caption(percent, agg, np.concatenate(all_seeds, axis=None), extra),
                         width, 7.5), fontsize=7.5)
     return fig

@@ -119,19 +119,16 @@ def metric_names(frame: pd.DataFrame) -> list[str]:
 
 
 def _shades(cells: pd.DataFrame, percent: bool, lower: bool) -> list[float | None]:
-    """Each cell's shade in [0, 1], as ``plots.heatmap_figure`` shades (accuracy is its own
-    shade; another metric spans the panel's worst to best value)."""
-    done = pd.to_numeric(cells.loc[cells["status"] == "finished", "value"],
-                         errors="coerce").dropna()
-    lo, hi = (0.0, 1.0) if percent or done.empty else (done.min(), done.max())
+    """Each cell's shade in [0, 1], as ``plots.heatmap_figure`` shades (``plots.value_scale``:
+    accuracy is its own shade; another metric spans the panel's worst to best value, on a log
+    scale where that is wide)."""
+    done = [_num(v) for s, v in zip(cells["status"], cells["value"]) if s == "finished"]
+    scale = plots.value_scale([v for v in done if v is not None], percent)
     out = []
     for status, value in zip(cells["status"], cells["value"]):
         value = _num(value)
-        if status != "finished" or value is None:
-            out.append(None)
-            continue
-        shade = min(1.0, max(0.0, (value - lo) / (hi - lo))) if hi > lo else 0.5
-        out.append(1.0 - shade if lower else shade)
+        out.append(None if status != "finished" or value is None
+                   else float(plots.shade_of(value, scale, lower)))
     return out
 
 
