@@ -428,13 +428,20 @@ def _seed_summaries(runs: Path, best_run: str) -> list[dict]:
 def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
     """results/mini/fig7_<panel>: every cell of the committed heatmaps (the task's metric, and KL
     for Lano) is the seed mean of its runs' summaries, whose records (kept in
-    results/mini/runs/fig7_mini) a rerun of the sweep skips as finished; the panel's rows as run
+    results/mini/runs/fig7_mini) a rerun of the sweep skips as finished, and every finished record
+    of the panel is in a cell (a report older than its records fails); the panel's rows as run
     are the rows of sweeps/fig7.yaml."""
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
+    summaries = {d.name: json.loads((d / "summary.json").read_text())
+                 for d in (root / "runs" / "fig7_mini").iterdir() if (d / "summary.json").is_file()}
+    records = {name for name, s in summaries.items()
+               if s["status"] == "finished" and s["record"]["task"]["panel"] == panel}
     for metric in metrics:
         suffix = f"_{metric}" if metric else ""
         cells = pd.read_csv(root / f"fig7_{panel}" / f"cells{suffix}.csv")
         assert len(cells) >= 2 and set(cells["status"]) == {"finished"}
+        stems = {run.rsplit("/", 1)[-1].rsplit("_s", 1)[0] for run in cells["best_run"]}
+        assert {r for r in records if r.rsplit("_s", 1)[0] not in stems} == set()
         for cell in cells.itertuples():
             summaries = _seed_summaries(root / "runs" / "fig7_mini", cell.best_run)
             assert len(summaries) == cell.seeds
