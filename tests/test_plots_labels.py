@@ -110,13 +110,33 @@ def test_a_wide_positive_metric_is_shaded_on_a_log_scale_in_figure_and_site():
 def test_depo_heatmap_explains_the_cell_format_and_chance():
     cells = pd.DataFrame([cell(f"N={n}", "8L512D", panel="depo1_K4", value=0.4, value2=0.8)
                           for n in (10, 20)])
-    fig = plots.heatmap_figure(cells, "depo1_K4", agg="mean", lrs=[1e-3])
+    fig = plots.heatmap_figure(cells, "depo1_K4", agg="mean", lrs=[1e-3],
+                               chance={"N=10": 0.1, "N=20": 0.05})
     caption = flat(fig.get_supxlabel())
     assert "a/b% = accuracy at k = K = 4 / accuracy at k = K/2 = 2" in caption
-    assert "Chance is 1/N: N=10: 10%, N=20: 5%" in caption
+    assert "Chance (a uniform guess): N=10: 10%, N=20: 5%." in caption
     assert texts(fig.axes[0])[0].startswith("40/80%")
-    mano = plots.heatmap_figure(pd.DataFrame([cell("L=3", "8L512D")]), "mano", agg="mean")
-    assert "a/b%" not in mano.get_supxlabel() and "Chance" not in mano.get_supxlabel()
+    mano = plots.heatmap_figure(pd.DataFrame([cell(f"L={n}", "8L512D") for n in (3, 4)]), "mano",
+                                agg="mean", chance={"L=3": 1 / 23, "L=4": 1 / 23})
+    caption = flat(mano.get_supxlabel())
+    assert "a/b%" not in caption and "Chance (a uniform guess): 4.35%." in caption
+    brevo = plots.heatmap_figure(pd.DataFrame([cell("N=20", "8L512D")]), "brevo1", agg="mean",
+                                 chance={"N=20": 0.0})  # 0: nothing to say
+    assert "Chance" not in brevo.get_supxlabel()
+
+
+def test_heatmap_chance_comes_from_each_rows_task(tmp_path):
+    """``cells.row_chances`` asks each row's task for its chance (``Task.chance``): 1/N at the
+    Depo fixture's rows N = 8, 12, 16, 0 at Brevo's; none for a metric without a chance level
+    (KL, losses)."""
+    from playground.report.cells import annotate, row_chances
+    from playground.report.table import load_runs
+
+    chances = row_chances(annotate(load_runs(FIXTURES)))
+    depo = {r: v for (p, r), v in chances.items() if p == "depo_K2"}
+    assert depo == pytest.approx({"N=8": 1 / 8, "N=12": 1 / 12, "N=16": 1 / 16})
+    assert chances[("brevo_tiny", "N=8")] == 0.0
+    assert row_chances(annotate(load_runs(FIXTURES), "final_loss"), "final_loss") == {}
 
 
 def test_column_titles_never_overlap():

@@ -27,6 +27,42 @@ CELL_KEYS = ["panel", "row", "row_index", "size", "architecture", "canon"]
 PAPER_CSV = Path(__file__).resolve().parent / "data" / "paper_heatmaps.csv"
 
 
+class RunTasks:
+    """The task of each run (built from its ``config.yaml``), once per task config: what
+    the reports ask of a task without a model (``Task.chance``, ``Task.question_counts``)."""
+
+    def __init__(self):
+        self.tasks: dict[str, object] = {}
+
+    def __call__(self, run_dir) -> object:
+        from omegaconf import OmegaConf
+
+        from playground.config import from_container
+        from playground.tasks import build_task
+
+        config = OmegaConf.to_container(OmegaConf.load(Path(run_dir) / "config.yaml"))
+        key = repr(sorted(config["task"].items()))
+        if key not in self.tasks:
+            self.tasks[key] = build_task(from_container(config).task)
+        return self.tasks[key]
+
+
+def row_chances(frame: pd.DataFrame, metric: str | None = None) -> dict:
+    """(panel, row) -> the chance level of the value an ``annotate``d frame's cells show there
+    (``metric``, else the task's own; ``Task.chance`` of a finished run's task), where the
+    task gives one."""
+    tasks, out = RunTasks(), {}
+    done = frame[frame["status"] == "finished"] if "status" in frame else frame
+    for (panel, row), runs in done.groupby(["panel", "row"]):
+        run = runs.iloc[0]
+        name = metric or run.get("record.task.metric")
+        if isinstance(name, str) and "run_dir" in run:
+            chance = tasks(run["run_dir"]).chance(name)
+            if chance is not None:
+                out[(panel, row)] = chance
+    return out
+
+
 def size_order(size: str) -> tuple:
     """Sizes in the paper's column order: by layers, then width (8L512D, 8L768D, 12L512D, …)."""
     m = re.match(r"(\d+)L(\d+)D", str(size))

@@ -139,9 +139,11 @@ def cmd_heatmap(args: Args) -> int:
     atomic_write(out / f"cells{suffix}.md", markdown(cells, percent).encode())
     what = f": {_describe(metric, lower)}" if metric else ""
     label = "" if percent else _describe(metric, lower)
+    chances = aggregate.row_chances(runs, metric) if args.flag("figures") and percent else {}
     for panel, block in cells.groupby("panel") if args.flag("figures") else ():
         fig = plots.heatmap_figure(block, f"{panel}{what}", percent, lower, agg,
-                                   _lrs_run(runs, panel), label)
+                                   _lrs_run(runs, panel), label,
+                                   {row: c for (p, row), c in chances.items() if p == panel})
         save_figure(fig, out / f"heatmap_{panel}{suffix}.png")
     if figure:
         versus = aggregate.versus_paper(cells, figure)

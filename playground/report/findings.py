@@ -530,19 +530,13 @@ class _Counts:
     ``Task.chance``), built once per task config."""
 
     def __init__(self):
-        self.tasks: dict[str, object] = {}
+        from playground.report.cells import RunTasks
+
+        self.tasks = RunTasks()
         self.counts: dict[int, dict[str, int]] = {}
 
     def task(self, run: pd.Series):
-        from playground.config import from_container
-        from playground.tasks import build_task
-
-        path = Path(run["run_dir"]) / "config.yaml"
-        config = OmegaConf.to_container(OmegaConf.load(path))
-        key = repr(sorted(config["task"].items()))
-        if key not in self.tasks:
-            self.tasks[key] = build_task(from_container(config).task)
-        return self.tasks[key]
+        return self.tasks(run["run_dir"])
 
     def mean(self, runs: pd.DataFrame, metric: str) -> float | None:
         counts = [self.questions(self.task(r)).get(metric) for _, r in runs.iterrows()]

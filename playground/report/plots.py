@@ -238,15 +238,23 @@ def _label_bar(bar, label: str) -> None:
     bar.ax.tick_params(labelsize=7)
 
 
-def depo_caption(panel: str, rows: list[str]) -> str:
-    """How to read a Depo cell (``a/b%``) and chance (1/N for row N)."""
+def depo_caption(panel: str) -> str:
+    """How to read a Depo cell (``a/b%``)."""
     k = re.search(r"K(\d+)", str(panel))
     big_k = f"K = {k.group(1)}" if k else "K"
     half = f"K/2 = {int(k.group(1)) // 2}" if k else "K/2"
-    chance = [f"{row}: {100 / int(m.group(1)):.3g}%" for row in rows
-              if (m := re.fullmatch(r"N=(\d+)", str(row)))]
-    return (f"a/b% = accuracy at k = {big_k} / accuracy at k = {half} (the shade is a); ± is a's."
-            + (f" Chance is 1/N: {', '.join(chance)}." if chance else ""))
+    return f"a/b% = accuracy at k = {big_k} / accuracy at k = {half} (the shade is a); ± is a's."
+
+
+def chance_caption(chance: dict, rows: list[str]) -> str:
+    """The uniform guess's score (``Task.chance``) of the rows that have one above 0, in
+    percent: one figure where the rows share it, else per row."""
+    known = [(row, chance[row]) for row in rows if chance.get(row)]
+    if not known:
+        return ""
+    if len({c for _, c in known}) == 1:
+        return f"Chance (a uniform guess): {100 * known[0][1]:.3g}%."
+    return "Chance (a uniform guess): " + ", ".join(f"{r}: {100 * c:.3g}%" for r, c in known) + "."
 
 
 def _caption(percent: bool, agg: str, seeds: np.ndarray, extra: str = "") -> str:
@@ -262,15 +270,16 @@ def _caption(percent: bool, agg: str, seeds: np.ndarray, extra: str = "") -> str
 
 
 def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, lower: bool = False,
-                   agg: str = "best", lrs=None, label: str = "") -> Figure:
+                   agg: str = "best", lrs=None, label: str = "", chance=None) -> Figure:
     """One panel (task): a heatmap per variant, side by side (rows: difficulty, columns: the
     model sizes that have runs), cells in the paper's format with the seed count and spread;
     failed cells grey, sizes a variant has no run of marked "not run", one-seed cells hatched.
     Accuracies shade from 0 to 100 %; another metric (``percent=False``) from the panel's worst
     value to its best (the lowest with ``lower``), on one scale for all variants, shown by the
     colour bar (``label``). The title says what a cell is (``describe_cells``: ``agg``, the
-    learning rates ``lrs`` run, the seed counts); Depo panels get a caption on ``a/b%`` and
-    chance."""
+    learning rates ``lrs`` run, the seed counts); the caption gives the chance level of each row
+    (``chance``: row -> ``Task.chance``; ``cells.row_chances``), and for Depo how to read
+    ``a/b%``."""
     sizes = sorted(panel_cells["size"].unique(), key=size_order)
     rows = list(panel_cells.sort_values("row_index")["row"].unique())
     variants = sorted(dict.fromkeys(zip(panel_cells["architecture"], panel_cells["canon"])),
@@ -301,8 +310,9 @@ def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, 
                        fraction=0.04, pad=0.02)
     _label_bar(bar, label)
     fig.suptitle(_wrap(f"{title}\n{describe_cells(panel_cells, agg, lrs)}", width, 10), fontsize=10)
-    extra = (depo_caption(str(panel_cells["panel"].iloc[0]), rows) if depo
-             else "Shades on a log scale." if log else "")
+    extra = " ".join(t for t in (depo_caption(str(panel_cells["panel"].iloc[0])) if depo else "",
+                                 chance_caption(chance or {}, rows) if percent else "",
+                                 "Shades on a log scale." if log else "") if t)
     fig.supxlabel(_wrap(_caption(percent, agg, np.concatenate(all_seeds, axis=None), extra),
                         width, 7.5), fontsize=7.5)
     return fig
