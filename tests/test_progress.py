@@ -273,6 +273,12 @@ def test_a_local_launch_skips_finished_runs_before_the_deadline_sees_them(
     assert "launching 1 run(s)" in printed.out and "not started" not in printed.out
     assert re.search(r"run 2 \(\): not launched: .*s2 already holds a run with a different config "
                      r"\(seed: 7 -> 2\)", printed.err), printed.err
+    from playground.sweep.cli import dry_run  # the dry run marks them alike
+
+    dry_run(None, runs, "local")
+    marks = [line.split(" playground-train")[0].strip() for line in
+             capsys.readouterr().out.splitlines() if " playground-train " in line]
+    assert [m.split(" (")[0] for m in marks] == ["done", "todo", "not launchable"], marks
 
 
 def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(

@@ -21,6 +21,7 @@ from playground.errors import ConfigError
 from playground.sweep.launch import (
     DEADLINE_MARGIN,
     LAUNCHERS,
+    checked_finished,
     launcher_overrides,
     plan,
     run_local,
@@ -187,9 +188,7 @@ def whole_columns(runs: list[list[str]], gpus: int, per_gpu: int, deadline: floa
     model first (layers × width², the order of their parameter counts), a column passed over
     for the next smaller one that fits (:func:`take_whole`). A hold so stops on whole columns of
     the heatmaps."""
-    from playground.run.train import finished_summary
-
-    todo = [p for p in plan(runs) if p.error is None and finished_summary(p.out) is None]
+    todo = [p for p in map(checked_finished, plan(runs)) if p.error is None and not p.finished]
     columns: dict[tuple, list] = {}
     for run in todo:
         model = run.config.model
@@ -203,19 +202,18 @@ def whole_columns(runs: list[list[str]], gpus: int, per_gpu: int, deadline: floa
 def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: int = 1,
             gpus: int = 0, deadline: float | None = None,
             margin: float = DEADLINE_MARGIN) -> None:
-    """List the runs, each marked ``todo``, ``done`` (its directory holds a finished summary:
-    the launch would skip it) or ``not launchable`` (with why: ``launch.plan``), and how many
-    are left; then the estimated GPU-hours per panel and in all (``playground.sweep.cost``, from
-    the configs the plan composed), with what the estimate assumed; with ``deadline``, the runs
-    a local launch on ``gpus`` GPUs would start if each took its estimate (:func:`plan_hold`)."""
-    from playground.run.train import finished_summary
-
+    """List the runs, each marked ``todo``, ``done`` (its directory holds the finished run: the
+    launch would skip it, ``launch.checked_finished``) or ``not launchable`` (with why:
+    ``launch.plan``, or a run directory of another config), and how many are left; then the
+    estimated GPU-hours per panel and in all (``playground.sweep.cost``, from the configs the
+    plan composed), with what the estimate assumed; with ``deadline``, the runs a local launch
+    on ``gpus`` GPUs would start if each took its estimate (:func:`plan_hold`)."""
     done, costs = 0, []
-    for run in plan(runs, launcher_overrides(launcher)):
+    for run in map(checked_finished, plan(runs, launcher_overrides(launcher))):
         if run.error is not None:
             print(f"  not launchable ({run.error}): playground-train " + " ".join(run.overrides))
             continue
-        finished = finished_summary(run.out) is not None
+        finished = run.finished
         done += finished
         mark = "  done " if finished else "  todo "
         print(mark + "playground-train " + " ".join(run.overrides))
