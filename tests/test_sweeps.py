@@ -274,8 +274,9 @@ def test_root_puts_the_runs_and_skips_the_finished_ones_there(tmp_path):
     before = [p.read_text() for p in summaries]
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert [p.read_text() for p in summaries] == before
-    assert "exit 0" in again.stdout and not any((p.parent / "checkpoints").exists()
-                                                for p in summaries)
+    assert "3 of 3 run(s) finished already" in again.stdout  # none started: the launch skips them
+    assert "launching" not in again.stdout and not any((p.parent / "checkpoints").exists()
+                                                       for p in summaries)
     (summaries[0].parent / "summary.json").unlink()  # as if that run had been interrupted
     listed = subprocess.run([*cmd, "dry_run=true"], cwd=tmp_path, capture_output=True, text=True,
                             check=True).stdout
