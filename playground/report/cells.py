@@ -56,10 +56,8 @@ def row_chances(frame: pd.DataFrame, metric: str | None = None) -> dict:
     for (panel, row), runs in done.groupby(["panel", "row"]):
         run = runs.iloc[0]
         name = metric or run.get("record.task.metric")
-        if isinstance(name, str) and "run_dir" in run:
-            chance = tasks(run["run_dir"]).chance(name)
-            if chance is not None:
-                out[(panel, row)] = chance
+        if isinstance(name, str) and (chance := tasks(run["run_dir"]).chance(name)) is not None:
+            out[(panel, row)] = chance
     return out
 
 

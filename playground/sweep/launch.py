@@ -509,7 +509,7 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     log_dir.mkdir(parents=True, exist_ok=True)
     planned = [checked_finished(p) for p in plan(runs)]
     failures = report_not_launched(planned, log_dir)
-    if skipped := [p for p in planned if p.error is None and p.finished]:
+    if skipped := [p for p in planned if p.finished]:
         print(f"{len(skipped)} of {len(planned)} run(s) finished already (each a summary.json "
               "with status finished, of the same config): skipped", flush=True)
         planned = [p for p in planned if not p.finished]
