@@ -22,6 +22,7 @@ import yaml
 from playground.config import compose
 from playground.errors import ConfigError
 from playground.report.cells import PAPER_CSV
+from playground.report.table import NOT_RUN
 from playground.run import rundir as runs
 from playground.sweep.spec import find_sweep_file, load_sweep
 
@@ -430,8 +431,9 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
     """results/mini/fig7_<panel>: every cell of the committed heatmaps (the task's metric, and KL
     for Lano) is the seed mean of its runs' summaries, whose records (kept in
     results/mini/runs/fig7_mini) a rerun of the sweep skips as finished, and every finished record
-    of the panel is in a cell (a report older than its records fails); the panel's rows as run
-    are the rows of sweeps/fig7.yaml."""
+    of the panel is in a cell (a report older than its records fails); the heatmaps lay out the
+    sweep's whole grid, cells without a run "not run"; the panel's rows as run are the rows of
+    sweeps/fig7.yaml."""
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
     summaries = {d.name: json.loads((d / "summary.json").read_text())
                  for d in (root / "runs" / "fig7_mini").iterdir() if (d / "summary.json").is_file()}
@@ -439,8 +441,11 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
                if s["status"] == "finished" and s["record"]["task"]["panel"] == panel}
     for metric in metrics:
         suffix = f"_{metric}" if metric else ""
-        cells = pd.read_csv(root / f"fig7_{panel}" / f"cells{suffix}.csv")
-        assert len(cells) >= 2 and set(cells["status"]) == {"finished"}
+        laid = pd.read_csv(root / f"fig7_{panel}" / f"cells{suffix}.csv")
+        # laid out on fig7's whole mini grid (grid=fig7:mini): 3 rows × 4 sizes × 5 variants
+        assert len(laid) == 3 * 4 * 5 and set(laid["status"]) == {"finished", NOT_RUN}
+        cells = laid[laid["status"] == "finished"]
+        assert len(cells) >= 2
         stems = {run.rsplit("/", 1)[-1].rsplit("_s", 1)[0] for run in cells["best_run"]}
         assert {r for r in records if r.rsplit("_s", 1)[0] not in stems} == set()
         for cell in cells.itertuples():
@@ -457,7 +462,7 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
                                 (not metric and task["metric2"], cell.value2)):
                 if name:
                     assert np.mean([s["metrics"][name] for s in summaries]) == pytest.approx(value)
-    cells = pd.read_csv(root / f"fig7_{panel}" / "cells.csv")
+    cells = pd.read_csv(root / f"fig7_{panel}" / "cells.csv").query("status == 'finished'")
     if panel != "depo1_K4":  # the paper has the panel (by row position: our rows are easier)
         versus = pd.read_csv(root / f"fig7_{panel}" / "vs_paper_fig7.csv")
         assert set(versus["panel"]) == {panel} and len(versus) == 5 * 3 * 4

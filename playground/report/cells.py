@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from playground.errors import ConfigError
+from playground.report.table import NOT_RUN
 
 # unfinished but resumable: not failures ("pending": a run directory with a config.yaml and no
 # summary.json yet, as the results browser reads it, report/site.py)
@@ -152,6 +153,10 @@ def best_mean_lr(done: pd.DataFrame, lower: bool) -> float:
 
 
 def _cell(group: pd.DataFrame, agg: str, lower: bool) -> dict:
+    group = group[group["status"] != NOT_RUN]  # a sweep's planned runs (table.planned_runs)
+    if group.empty:
+        return {"n_runs": 0, "n_finished": 0, "n_failed": 0, "n_pending": 0, "failures": "",
+                "status": NOT_RUN, "value": np.nan, "value2": np.nan}
     finished, pending = group["status"] == "finished", group["status"].isin(PENDING)
     done = group[finished & group["value"].notna()]
     failed = group[~finished & ~pending]
@@ -179,7 +184,8 @@ def cells(frame: pd.DataFrame, agg: str = "best", lower: bool = False) -> pd.Dat
     (best lr by the mean over seeds, ``value2`` the mean of the second metric there too;
     ``spread`` is the first metric's standard deviation). Best is the
     highest value, or the lowest with ``lower`` (KL, losses). A cell whose runs are all still
-    running or preempted is ``pending``, not ``failed``."""
+    running or preempted is ``pending``, not ``failed``; a cell of only planned runs (rows of
+    ``table.planned_runs``, there to lay out a sweep's whole grid) is ``not run``."""
     if frame.empty:
         return pd.DataFrame(columns=CELL_KEYS + ["status", "value", "value2"])
     rows = [{**dict(zip(CELL_KEYS, key)), **_cell(group, agg, lower)}

@@ -21,7 +21,7 @@ from playground.report import cells as aggregate
 from playground.report import plots, site
 from playground.report.cells import capo_table
 from playground.report.plots import plot_capo, save_figure
-from playground.report.table import check_integrity, load_runs
+from playground.report.table import check_integrity, load_runs, planned_runs
 from playground.run.rundir import MetricsLog
 
 OUT = {"out": ("", "output folder (default: RESULTS/report)"),
@@ -104,10 +104,19 @@ def _spread(cell: pd.Series, percent: bool) -> str:
     return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
 
 
-def _heatmap_runs(args: Args) -> pd.DataFrame:
+def _heatmap_runs(args: Args, grid: str = "") -> pd.DataFrame:
     """The runs under RESULTS of the tasks that make heatmaps, annotated with the value of
-    ``metric=`` or each task's own."""
-    frame = aggregate.annotate(_runs(args), args["metric"])
+    ``metric=`` or each task's own; with ``grid`` (``SWEEP:SCALE``), also the runs that sweep
+    plans (of ``panel=``, ``row=`` and ``size=``, where given), as rows of status ``not run``, so
+    that its every cell shows."""
+    frame = _runs(args)
+    if grid:
+        planned = planned_runs(grid, args["panel"])
+        for key, column in (("row", "record.task.row"), ("size", "record.size.label")):
+            if args[key]:  # as _runs keeps the runs
+                planned = planned[planned[column] == args[key]]
+        frame = pd.concat([frame, planned], ignore_index=True)
+    frame = aggregate.annotate(frame, args["metric"])
     return frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
 
 
@@ -131,7 +140,7 @@ def cmd_heatmap(args: Args) -> int:
     if metric and figure:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
     lower = aggregate.lower_is_better(metric)
-    runs = _heatmap_runs(args)
+    runs = _heatmap_runs(args, args["grid"])
     cells = aggregate.cells(runs, agg, lower)
     percent = aggregate.is_accuracy(metric)
     out, suffix = _out(args), _suffix(metric)
@@ -444,8 +453,12 @@ COMMANDS = [
              "metric": ("", "show this metric instead of the task's (kl, acc_k1, final_loss…; "
                             "kl and losses: lower is better); outputs get the suffix _NAME"),
              "vs_paper": ("", "also compare with the paper's Figure N "
-                              "(report/data/paper_heatmaps.csv)"), **OUT},
+                              "(report/data/paper_heatmaps.csv)"),
+             "grid": ("", "lay out the whole grid of this sweep at this scale (SWEEP:SCALE, e.g. "
+                          "fig7:mini): its cells without a run show as \"not run\""), **OUT},
             R, examples=("playground-report heatmap results/fig7_mini vs_paper=7",
+                         "playground-report heatmap results/mini/runs/fig7_mini panel=mano "
+                         "agg=mean grid=fig7:mini out=results/mini/fig7_mano",
                          "playground-report heatmap results/fig7_mini metric=kl agg=mean "
                          "out=results/mini/fig7_lano")),
     Command("curves", "accuracy per depth (Depo k, Brevo depth, Mano l) over training steps "

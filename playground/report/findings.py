@@ -457,9 +457,7 @@ def _labels(finding: Finding, frame: pd.DataFrame) -> tuple[str, str]:
 def _planned_label(side: Side, cell: Cell, seed: int) -> str:
     """A side's name from the record of its run at ``cell`` and ``seed`` as its sweep composes
     it (no run needed); "" where no sweep file of that name exists."""
-    from playground.config import compose, from_container
-    from playground.report.table import flatten
-    from playground.run.rundir import run_record
+    from playground.report.table import planned_record
     from playground.sweep.spec import find_sweep_file
 
     try:
@@ -469,8 +467,7 @@ def _planned_label(side: Side, cell: Cell, seed: int) -> str:
     overrides = next(iter(_side_sweep(side, cell, (seed,)).runs()), None)
     if overrides is None:
         return ""
-    config = from_container(OmegaConf.to_container(compose(overrides), resolve=True))
-    return _label(pd.Series(flatten(run_record(config), "record.")))
+    return _label(pd.Series(planned_record(overrides)))
 
 
 def _side_sweep(side: Side, cell: Cell, seeds: tuple[int, ...]):

@@ -21,6 +21,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from playground.cli import atomic_write  # noqa: E402
 from playground.report.cells import size_order  # noqa: E402
+from playground.report.table import NOT_RUN  # noqa: E402
 
 # white (0%) → deep green (100%), like the paper's accuracy heatmaps
 CMAP = LinearSegmentedColormap.from_list("acc", ["#ffffff", "#c7e9c0", "#41ab5d", "#005a32"])
@@ -75,7 +76,7 @@ def cell_text(value: float, value2: float, status: str, percent: bool = True) ->
     """The paper's cell format: ``x.x%``, or ``acc(K)/acc(K/2)%`` where the task states a
     second metric (Depo); a metric that is not an accuracy (``percent=False``: KL, a loss) with
     3 significant digits."""
-    if status in ("failed", "pending"):
+    if status in ("failed", "pending", NOT_RUN):
         return status
     if status != "finished" or np.isnan(value):
         return "—"
@@ -120,7 +121,7 @@ def variant_label(architecture: str, canon: str) -> str:
     return arch if canon == "none" else f"{arch} + {canon_label(canon)}"
 
 
-NOT_RUN = "#ececec"  # a size or row a variant has no run of
+NOT_RUN_SHADE = "#ececec"  # a size or row a variant has no run of
 ONE_SEED = "///"  # hatch of a cell that rests on one seed (no spread)
 
 
@@ -176,7 +177,7 @@ def _grid(block: pd.DataFrame, rows: list[str], sizes: list[str], percent: bool 
     ``n=1``, or ``best of n=k`` (``agg='best'``)."""
     values = np.full((len(rows), len(sizes)), np.nan)
     seeds = np.full((len(rows), len(sizes)), np.nan)
-    texts = [["not run"] * len(sizes) for _ in rows]
+    texts = [[NOT_RUN] * len(sizes) for _ in rows]
     for _, c in block.iterrows():
         i, j = rows.index(c["row"]), sizes.index(c["size"])
         text = cell_text(c["value"], c.get("value2", np.nan), c["status"], percent)
@@ -215,18 +216,18 @@ def _draw(ax, values, texts, rows, sizes, title: str, seeds=None) -> None:
             corner = (j - 0.5, i - 0.5)
             if text == "failed":
                 ax.add_patch(Rectangle(corner, 1, 1, color=FAILED, gid="failed"))
-            elif text == "not run":
-                ax.add_patch(Rectangle(corner, 1, 1, color=NOT_RUN, gid="not-run"))
+            elif text == NOT_RUN:
+                ax.add_patch(Rectangle(corner, 1, 1, color=NOT_RUN_SHADE, gid="not-run"))
             one_seed = seeds is not None and seeds[i, j] == 1
             if one_seed:
                 ax.add_patch(Rectangle(corner, 1, 1, fill=False, hatch=ONE_SEED, lw=0,
                                        edgecolor="0.6", gid="one-seed"))
             dark = not np.isnan(values[i, j]) and values[i, j] > 0.6
-            color = "white" if dark else "0.45" if text == "not run" else "black"
+            color = "white" if dark else "0.45" if text == NOT_RUN else "black"
             box = ({"boxstyle": "round,pad=0.2", "lw": 0, "facecolor": CMAP(values[i, j])}
                    if one_seed else None)  # the text stays legible over the hatch
             ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color=color, bbox=box,
-                    style="italic" if text == "not run" else "normal", linespacing=1.3)
+                    style="italic" if text == NOT_RUN else "normal", linespacing=1.3)
     ax.set_xticks(range(len(sizes)), sizes, fontsize=8)
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
     ax.set_title(title, fontsize=8)
@@ -286,7 +287,7 @@ def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, 
                       key=lambda v: (v[0], v[1] != "none", v[1]))
     done = panel_cells[panel_cells["status"] == "finished"]
     scale = value_scale(done["value"], percent)
-    panel_w = max(1.3 * len(sizes), 2.5)
+    panel_w = max(1.05 * len(sizes), 2.5)
     width = panel_w * len(variants) + 1.3
     fig = Figure(figsize=(width, 1.9 + 0.6 * len(rows)), layout="constrained")
     axes = fig.subplots(1, len(variants), squeeze=False)[0]
@@ -329,8 +330,9 @@ def versus_figure(table: pd.DataFrame, title: str) -> Figure | None:
     variants = list(dict.fromkeys(zip(ours["architecture"], ours["canon"])))
     everything = dict.fromkeys(zip(table["architecture"], table["canon"]))
     skipped = [variant_label(a, c) for a, c in everything if (a, c) not in variants]
-    our_rows = list(ours.sort_values("row_index")["row_ours"].unique())
-    our_sizes = sorted(ours["size"].unique(), key=size_order)
+    laid = table[table["row_ours"].notna()]  # our cells, run or not (a grid's "not run" too)
+    our_rows = list(laid.sort_values("row_index")["row_ours"].unique())
+    our_sizes = sorted(laid["size"].unique(), key=size_order)
     paper_rows = list(table.sort_values("row_index")["row_paper"].unique())
     paper_sizes = sorted(table["size"].unique(), key=size_order)
     same = set(zip(ours["row_ours"], ours["size"])) & set(zip(table["row_paper"], table["size"]))
@@ -345,7 +347,7 @@ def versus_figure(table: pd.DataFrame, title: str) -> Figure | None:
         paper = {(c["row_paper"], c["size"]): c for _, c in block.iterrows()}
         grids = {"ours": np.full((len(our_rows), len(our_sizes)), np.nan),
                  "paper": np.full((len(paper_rows), len(paper_sizes)), np.nan)}
-        texts = {"ours": [["not run"] * len(our_sizes) for _ in our_rows],
+        texts = {"ours": [[NOT_RUN] * len(our_sizes) for _ in our_rows],
                  "paper": [["—"] * len(paper_sizes) for _ in paper_rows],
                  "diff": [["—"] * len(our_sizes) for _ in our_rows]}
         diff = np.full((len(our_rows), len(our_sizes)), np.nan)

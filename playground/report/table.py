@@ -22,6 +22,7 @@ from playground.cli import read_json
 from playground.errors import ConfigError
 from playground.run.rundir import hash_mismatch, record_of
 
+NOT_RUN = "not run"  # the status of a run a sweep plans that has no run directory (planned_runs)
 # summary keys of runs written without a record (their values come from the record or config.yaml)
 LEGACY = ("task", "task_name", "difficulty", "size", "mixer", "mixer_tag", "mlp", "layers",
           "canon", "lr", "seed", "data_seed")
@@ -106,6 +107,37 @@ def load_runs(path: str | Path, strict: bool = False) -> pd.DataFrame:
                 raise ConfigError(message) from None
             print(f"skipped {message}; the report goes on without it (strict=true stops instead)",
                   file=sys.stderr)
+    return pd.DataFrame(rows)
+
+
+def planned_record(overrides: list[str], compose=None) -> dict:
+    """The flattened record (``record.*``) of the run that a sweep's ``overrides`` compose (with
+    ``compose``, e.g. a ``config.Composer``), as the run would write it: no run needed."""
+    from playground.config import compose as compose_one
+    from playground.config import from_container
+    from playground.run.rundir import run_record
+
+    config = (compose or compose_one)(overrides)
+    return flatten(run_record(from_container(OmegaConf.to_container(config, resolve=True))),
+                   "record.")
+
+
+def planned_runs(grid: str, panel: str = "") -> pd.DataFrame:
+    """One row per run of the sweep ``grid`` names (``NAME:SCALE``, e.g. ``fig7:mini``; ``panel``'s
+    runs only, when given), with the record the run will have and the status ``not run``: the
+    cells a report lays out before (or without) their runs."""
+    from playground.config import Composer
+    from playground.sweep.spec import find_sweep_file, load_sweep
+
+    name, _, scale = grid.rpartition(":")
+    if not name or not scale:
+        raise ConfigError(f"grid={grid!r} is invalid: expected SWEEP:SCALE, e.g. fig7:mini")
+    sweep, compose, rows = load_sweep(find_sweep_file(name), scale, panel), Composer(), []
+    for overrides in sweep.runs():
+        record = planned_record(overrides, compose)
+        rows.append({**record, "status": NOT_RUN, "size": record.get("record.size.label"),
+                     "lr": record.get("record.lr"), "seed": record.get("record.seed"),
+                     "run_dir": "", "run": ""})
     return pd.DataFrame(rows)
 
 
