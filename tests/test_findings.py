@@ -78,6 +78,40 @@ def test_sameness_within_and_beyond_the_tolerance():
     assert far["verdict"] == "differs"
 
 
+def _seeds_like(mean: float, sd: float, n: int) -> list[float]:
+    """n values whose mean and sample standard deviation are exactly ``mean`` and ``sd``."""
+    z = np.linspace(-1, 1, n)
+    return list(mean + sd * z / z.std(ddof=1))
+
+
+@pytest.mark.parametrize("expect, tolerance, means, sds, projected", [
+    ("better", 0.0, (0.02, 0.03), (0.004, 0.010), "holds"),
+    ("better", 0.0, (0.03, 0.02), (0.010, 0.004), "reversed"),
+    ("same", 0.005, (0.0300, 0.0320), (0.002, 0.002), "holds"),
+    ("same", 0.005, (0.0300, 0.0380), (0.003, 0.003), "differs")])
+def test_an_inconclusive_cells_projection_is_where_such_seeds_would_decide(
+        expect, tolerance, means, sds, projected):
+    """The projection is the fewest seeds a side at which seeds of the measured means and spreads
+    would get a verdict, read by compare itself (a metric without a binomial floor, as KL)."""
+    def read(n):
+        return fnd.compare(*(_seeds_like(m, sd, n) for m, sd in zip(means, sds)), expect=expect,
+                           tolerance=tolerance)
+    now = read(3)
+    assert now["verdict"] == "inconclusive"
+    n = int(now["seeds_to_decide"])
+    assert 3 < n <= fnd.PROJECT_UP_TO and now["projected"] == projected
+    assert read(n)["verdict"] == projected and read(n - 1)["verdict"] == "inconclusive"
+
+
+def test_a_cell_no_count_of_seeds_would_decide_has_no_projection():
+    out = fnd.compare([0.1, 0.5, 0.9], [0.1, 0.5, 0.9], 512, 512)  # the same seeds both sides
+    assert out["verdict"] == "inconclusive" and math.isnan(out["seeds_to_decide"])
+    assert fnd.projection_text(pd.Series(out)) == f"> {fnd.PROJECT_UP_TO}"
+    decided = fnd.compare([0.05, 0.06, 0.07], [0.4, 0.5, 0.45], 512, 512)
+    assert decided["verdict"] == "holds" and math.isnan(decided["seeds_to_decide"])
+    assert fnd.projection_text(pd.Series(decided)) == "—"
+
+
 def test_no_run_on_a_side_is_untested():
     stats = fnd.compare([], [0.5, 0.6, 0.7])
     assert stats["verdict"] == "untested" and stats["seeds_b"] == 3

@@ -60,8 +60,9 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
 COLUMNS = ["id", "result", "claim", "panel", "row", "size", "metric", "a", "b", "label_a",
            "label_b", "seeds_a", "seeds_b", "values_a", "values_b", "mean_a", "mean_b", "margin",
-           "low", "high", "questions", "chance", "verdict", "missing", "se", "df", "low_fw",
-           "high_fw", "verdict_fw"]
+           "low", "high", "questions", "chance", "verdict", "missing", "se", "df",
+           "seeds_to_decide", "projected", "low_fw", "high_fw", "verdict_fw"]
+PROJECT_UP_TO = 20  # the most seeds a side the projection of an inconclusive cell tries
 FAMILY_ALPHA = 0.05  # the family-wise error rate of ``verdict_fw``
 NO_INTERVAL = ("untested", "at chance")  # verdicts read without an interval: not in the family
 
@@ -331,7 +332,8 @@ def compare(a: list[float], b: list[float], questions_a: float | None = None,
     out = {"seeds_a": len(a), "seeds_b": len(b),
            "mean_a": float(np.mean(a)) if a else np.nan,
            "mean_b": float(np.mean(b)) if b else np.nan,
-           "margin": np.nan, "low": np.nan, "high": np.nan, "se": np.nan, "df": np.nan}
+           "margin": np.nan, "low": np.nan, "high": np.nan, "se": np.nan, "df": np.nan,
+           "seeds_to_decide": np.nan, "projected": ""}
     if not a or not b:  # the side that has runs still shows its mean
         return {**out, "verdict": "untested"}
     ma, mb = out["mean_a"], out["mean_b"]
@@ -344,7 +346,30 @@ def compare(a: list[float], b: list[float], questions_a: float | None = None,
     band = chance_band(chance)
     if band is not None and ma < band and mb < band:
         return {**out, "verdict": "at chance"}
-    return {**out, "verdict": _verdict(low, high, expect, tolerance, min(len(a), len(b)))}
+    verdict = _verdict(low, high, expect, tolerance, min(len(a), len(b)))
+    if verdict == "inconclusive":
+        variances = (_variance(a, ma, questions_a), _variance(b, mb, questions_b))
+        out.update(zip(("seeds_to_decide", "projected"),
+                       projection(margin, variances, max(len(a), len(b)), expect, tolerance,
+                                  bool(questions_a and questions_b))))
+    return {**out, "verdict": verdict}
+
+
+def projection(margin: float, variances: tuple[float, float], seeds: int, expect: str,
+               tolerance: float, proportions: bool) -> tuple[float, str]:
+    """For an inconclusive cell: the fewest seeds a side (the same on both, more than ``seeds``,
+    at most ``PROJECT_UP_TO``) at which the 95 % interval would decide, were the margin and each
+    side's per-seed variance what they measure now, and the verdict it would then read; (NaN, "")
+    where none would. A planning figure, not a prediction: three seeds measure a spread loosely,
+    and a cell run on until it decides (rather than to a number fixed beforehand) reads "holds"
+    more often than its 5 %."""
+    for n in range(max(seeds, MIN_SEEDS - 1) + 1, PROJECT_UP_TO + 1):
+        parts = [v / n for v in variances]
+        half = t975(_welch_df(parts, (n, n))) * math.sqrt(sum(parts))
+        verdict = _verdict(*_interval(margin, half, proportions), expect, tolerance, n)
+        if verdict != "inconclusive":
+            return float(n), verdict
+    return np.nan, ""
 
 
 def _interval(margin: float, half: float, proportions: bool) -> tuple[float, float]:
@@ -554,17 +579,26 @@ class _Counts:
 def markdown(table: pd.DataFrame, findings: list[Finding]) -> str:
     """The findings table in markdown: one line per finding and cell, grouped by result."""
     lines = ["| result | claim | cell | metric | A | B | margin B − A [95 % CI] | chance | "
-             f"verdict | family-wise ({family_text(table)}) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"verdict | seeds a side to decide (projected) | family-wise ({family_text(table)}) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         percent = "acc" in r["metric"]
         lines.append(f"| {r['result']} | {r['claim']} | {r['panel']} {r['row']} {r['size']} | "
                      f"{r['metric']} | {_side_text(r, 'a', percent)} | "
                      f"{_side_text(r, 'b', percent)} | {_margin_text(r, percent)} | "
                      f"{_number(r['chance'], percent)} | **{r['verdict']}** | "
-                     f"{_family_cell(r, percent)} |")
+                     f"{projection_text(r)} | {_family_cell(r, percent)} |")
     notes = [f"- **{f.id}** (Result {f.result}): {f.note}" for f in findings if f.note]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def projection_text(row: pd.Series) -> str:
+    """An inconclusive cell's projection (``projection``): ``5: holds``, or ``> 20`` where no
+    count up to ``PROJECT_UP_TO`` would decide; "—" for a decided cell."""
+    if row["verdict"] != "inconclusive":
+        return "—"
+    n = row.get("seeds_to_decide", np.nan)
+    return f"> {PROJECT_UP_TO}" if pd.isna(n) else f"{int(n)}: {row['projected']}"
 
 
 def summary(table: pd.DataFrame) -> str:

@@ -53,6 +53,9 @@ def findings_body(table: pd.DataFrame, findings: list, href) -> str:
             mark = "°" if fnd.not_kept(r) else ""
             missing = (f'<br><span class="values">to run: {html.escape(r["missing"])}</span>'
                        if r["missing"] else "")
+            if r["verdict"] == "inconclusive":  # seeds a side at which it would decide
+                missing += (f'<br><span class="values">decides at (projected): '
+                            f'{html.escape(fnd.projection_text(r))}</span>')
             body.append(
                 f'<tr><td>{html.escape(r["claim"])} '
                 f'<span class="values">({html.escape(r["id"])})</span></td>'
