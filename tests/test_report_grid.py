@@ -62,6 +62,7 @@ def test_a_grid_lays_out_every_cell_of_the_sweep_and_leaves_the_run_cells_as_the
     assert "not run" in (tmp_path / "grid" / "cells.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_grid_keeps_to_the_row_and_size_asked_for(sweep_file, tmp_path):
     main(["heatmap", str(RESULTS), f"grid={sweep_file}:cpu", "row=N=12", "size=4L64D",
           f"out={tmp_path}", "figures=false"])
@@ -87,3 +88,17 @@ def test_a_bad_grid_is_refused_before_anything_is_written(grid, says, tmp_path):
     with pytest.raises(SystemExit):
         main(["heatmap", str(RESULTS), f"grid={grid}", f"out={tmp_path}", "figures=false"])
     assert not list(tmp_path.iterdir())
+
+
+
+@pytest.mark.slow
+def test_gaps_lay_out_the_sizes_a_grid_has_without_runs(sweep_file, tmp_path):
+    table = aggregate.gaps(aggregate.annotate(load_runs(RESULTS)))
+    fig = plots.gaps_figure(table, "depo", "gain", sizes=["12L768D"])
+    ticks = [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["2L64D", "2L128D", "4L64D", "4L128D", "12L768D"]
+    # the grid's planned runs change the axis only, not a gain
+    for name, grid in (("runs", []), ("grid", [f"grid={sweep_file}:cpu"])):
+        main(["gaps", str(RESULTS), *grid, f"out={tmp_path / name}", "figures=false"])
+    assert ((tmp_path / "runs" / "gaps.csv").read_bytes()
+            == (tmp_path / "grid" / "gaps.csv").read_bytes())

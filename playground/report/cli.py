@@ -284,7 +284,7 @@ def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
 def cmd_gaps(args: Args) -> int:
     metric, canon = args["metric"], args["canon"]
     lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
-    runs = _heatmap_runs(args)
+    runs = _heatmap_runs(args, args["grid"])
     table = aggregate.gaps(runs, canon, lower)
     if table.empty:
         ids = sorted(set(runs["canon"]) - {"none"})
@@ -300,7 +300,8 @@ def cmd_gaps(args: Args) -> int:
               else f"Canon's gain in {what} ({'without − with' if lower else 'with − without'})")
     for panel, block in table.groupby("panel") if args.flag("figures") else ():
         fig = plots.gaps_figure(block, f"{panel}: {plots.canon_label(canon)} minus no Canon, "
-                                f"mean over seeds (line) and per seed (points)", ylabel, percent)
+                                f"mean over seeds (line) and per seed (points)", ylabel, percent,
+                                runs.loc[runs["panel"] == panel, "size"].dropna())
         save_figure(fig, out / f"gaps_{panel}{suffix}.png")
     print(gaps_markdown(table, percent))
     print(f"wrote {out}/gaps{suffix}.csv, gaps{suffix}.md and {table['panel'].nunique()} "
@@ -482,9 +483,13 @@ COMMANDS = [
                                    "heatmap cells: abcd_res, ab_nores…)"),
              "metric": ("", "this metric instead of the task's (kl: lower is better, the gain "
                             "is without − with); outputs get the suffix _NAME"),
+             "grid": ("", "size axis of this sweep at this scale (SWEEP:SCALE, e.g. fig7:mini): "
+                          "its sizes without runs shown too"),
              **OUT}, R,
             examples=("playground-report gaps results/mini/runs/fig7_mini panel=lano metric=kl "
-                      "out=results/mini/fig7_lano",)),
+                      "out=results/mini/fig7_lano",
+                      "playground-report gaps results/mini/runs/fig7_mini panel=mano "
+                      "grid=fig7:mini out=results/mini/fig7_mano")),
     Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo,
             dict(OUT), R, examples=("playground-report capo results/capo",)),
     Command("lengthgen", "metric vs eval length (× training context), one line per variant",

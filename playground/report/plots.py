@@ -539,13 +539,14 @@ def gap_label(architecture: str, canon: str) -> str:
     return f"{variant_label(architecture, canon)} − {ARCH_NAMES.get(architecture, architecture)}"
 
 
-def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = True) -> Figure:
+def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = True,
+                sizes=()) -> Figure:
     """Canon's gain against model size (``playground-report gaps``): one panel per difficulty
-    row, the sizes in the paper's column order (with their parameter counts where recorded);
-    per architecture its mean gain as a line and each paired seed's gain as a point, zero
-    dashed."""
+    row, the sizes in the paper's column order (with their parameter counts where recorded;
+    ``sizes``: more to lay out, e.g. a sweep's without runs yet); per architecture its mean gain
+    as a line and each paired seed's gain as a point, zero dashed."""
     rows = list(dict.fromkeys(table.sort_values("row_index")["row"]))
-    sizes = sorted(dict.fromkeys(table["size"]), key=size_order)
+    sizes = sorted(dict.fromkeys([*table["size"], *sizes]), key=size_order)
     archs = sorted(dict.fromkeys(table["architecture"]))
     scale = 100 if percent else 1
     fig = Figure(figsize=(1.2 + 2.4 * len(rows) * max(1, len(sizes) / 4), 3.6))
