@@ -47,6 +47,10 @@ def _out(args: Args) -> Path:
     return Path(args["out"]) if args["out"] else Path(args.positional[0]) / "report"
 
 
+# the options that keep some runs (``OUT``), each with the column of the run table it reads
+FILTERS = (("panel", "config.panel"), ("row", "record.task.row"), ("size", "record.size.label"))
+
+
 def _runs(args: Args) -> pd.DataFrame:
     check_writable(_out(args), "out")
     results = Path(args.positional[0])
@@ -59,8 +63,7 @@ def _runs(args: Args) -> pd.DataFrame:
     frame, refused = check_integrity(frame)
     for message in refused:
         print(f"refused: {message}", file=sys.stderr)
-    for key, column in (("panel", "config.panel"), ("row", "record.task.row"),
-                        ("size", "record.size.label")):
+    for key, column in FILTERS:
         if wanted := args[key]:
             values = frame[column] if column in frame else pd.Series(dtype=object)
             if wanted not in set(values.dropna()):
@@ -104,27 +107,20 @@ def _spread(cell: pd.Series, percent: bool) -> str:
     return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
 
 
-def _heatmap_runs(args: Args, grid: str = "") -> pd.DataFrame:
+def _heatmap_runs(args: Args) -> pd.DataFrame:
     """The runs under RESULTS of the tasks that make heatmaps, annotated with the value of
-    ``metric=`` or each task's own; with ``grid`` (``SWEEP:SCALE``), also the runs that sweep
+    ``metric=`` or each task's own; with ``grid=`` (``SWEEP:SCALE``), also the runs that sweep
     plans (of ``panel=``, ``row=`` and ``size=``, where given), as rows of status ``not run``, so
     that its every cell shows."""
     frame = _runs(args)
-    if grid:
-        planned = planned_runs(grid, args["panel"])
-        for key, column in (("row", "record.task.row"), ("size", "record.size.label")):
-            if args[key]:  # as _runs keeps the runs
+    if args["grid"]:
+        planned = planned_runs(args["grid"], args["panel"])  # composes the panel's runs alone
+        for key, column in FILTERS[1:]:  # the rest as _runs keeps the runs
+            if args[key]:
                 planned = planned[planned[column] == args[key]]
         frame = pd.concat([frame, planned], ignore_index=True)
     frame = aggregate.annotate(frame, args["metric"])
     return frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
-
-
-def _heatmap_cells(args: Args, agg: str) -> tuple[pd.DataFrame, bool]:
-    """The heatmap cells of the runs under RESULTS (of the tasks that make heatmaps), for the
-    metric of ``metric=`` or each task's own, and whether lower is better for it."""
-    lower = aggregate.lower_is_better(args["metric"])
-    return aggregate.cells(_heatmap_runs(args), agg, lower), lower
 
 
 def _lrs_run(frame: pd.DataFrame, panel: str) -> list[float]:
@@ -140,7 +136,7 @@ def cmd_heatmap(args: Args) -> int:
     if metric and figure:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
     lower = aggregate.lower_is_better(metric)
-    runs = _heatmap_runs(args, args["grid"])
+    runs = _heatmap_runs(args)
     cells = aggregate.cells(runs, agg, lower)
     percent = aggregate.is_accuracy(metric)
     out, suffix = _out(args), _suffix(metric)
@@ -284,7 +280,7 @@ def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
 def cmd_gaps(args: Args) -> int:
     metric, canon = args["metric"], args["canon"]
     lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
-    runs = _heatmap_runs(args, args["grid"])
+    runs = _heatmap_runs(args)
     table = aggregate.gaps(runs, canon, lower)
     if table.empty:
         ids = sorted(set(runs["canon"]) - {"none"})

@@ -338,9 +338,9 @@ def compare(a: list[float], b: list[float], questions_a: float | None = None,
         return {**out, "verdict": "untested"}
     ma, mb = out["mean_a"], out["mean_b"]
     margin = (ma - mb) if lower else (mb - ma)
-    parts = [_variance(a, ma, questions_a) / len(a), _variance(b, mb, questions_b) / len(b)]
-    df, se = _welch_df(parts, (len(a), len(b))), math.sqrt(sum(parts))
-    low, high = _interval(margin, t975(df) * se, bool(questions_a and questions_b))
+    variances = (_variance(a, ma, questions_a), _variance(b, mb, questions_b))
+    proportions = bool(questions_a and questions_b)
+    low, high, se, df = _welch_interval(margin, variances, (len(a), len(b)), proportions)
     out.update(mean_a=ma, mean_b=mb, margin=margin, low=low, high=high, se=se,
                df=np.nan if df is None else df)
     band = chance_band(chance)
@@ -348,11 +348,19 @@ def compare(a: list[float], b: list[float], questions_a: float | None = None,
         return {**out, "verdict": "at chance"}
     verdict = _verdict(low, high, expect, tolerance, min(len(a), len(b)))
     if verdict == "inconclusive":
-        variances = (_variance(a, ma, questions_a), _variance(b, mb, questions_b))
         out.update(zip(("seeds_to_decide", "projected"),
                        projection(margin, variances, max(len(a), len(b)), expect, tolerance,
-                                  bool(questions_a and questions_b))))
+                                  proportions)))
     return {**out, "verdict": verdict}
+
+
+def _welch_interval(margin: float, variances: tuple[float, float], ns: tuple[int, int],
+                    proportions: bool) -> tuple[float, float, float, float | None]:
+    """The 95 % Welch interval of ``margin`` from each side's per-seed variance and seed count:
+    (low, high, standard error, degrees of freedom or None)."""
+    parts = [v / n for v, n in zip(variances, ns)]
+    df, se = _welch_df(parts, ns), math.sqrt(sum(parts))
+    return (*_interval(margin, t975(df) * se, proportions), se, df)
 
 
 def projection(margin: float, variances: tuple[float, float], seeds: int, expect: str,
@@ -364,9 +372,8 @@ def projection(margin: float, variances: tuple[float, float], seeds: int, expect
     and a cell run on until it decides (rather than to a number fixed beforehand) reads "holds"
     more often than its 5 %."""
     for n in range(max(seeds, MIN_SEEDS - 1) + 1, PROJECT_UP_TO + 1):
-        parts = [v / n for v in variances]
-        half = t975(_welch_df(parts, (n, n))) * math.sqrt(sum(parts))
-        verdict = _verdict(*_interval(margin, half, proportions), expect, tolerance, n)
+        low, high, _, _ = _welch_interval(margin, variances, (n, n), proportions)
+        verdict = _verdict(low, high, expect, tolerance, n)
         if verdict != "inconclusive":
             return float(n), verdict
     return np.nan, ""
