@@ -127,8 +127,8 @@ def test_dry_run_prints_the_estimate(tmp_path, monkeypatch, capsys):
     assert "3 of 3 runs to do (0 finished)" in out
     assert "estimated GPU-hours per panel, to do of all (one run per GPU):\n  depo1_K8: " in out
     assert "assumed (3 runs): train.compile=false" in out
-    total = re.search(r"estimated GPU-hours to do: ([\d.]+) \(of ([\d.]+) for the whole "
-                      r"sweep\), at (H[0-9/H]+) throughput from docs/bench/", out)
+    total = re.search(r"estimated GPU-hours to do: ([\d.]+) \(of ([\d.]+) for the runs "
+                      r"listed\), at (H[0-9/H]+) throughput from docs/bench/", out)
     assert total and float(total[1]) == float(total[2]) > 0, out
     assert not (tmp_path / "results").exists()  # nothing launched
 

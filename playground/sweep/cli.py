@@ -286,8 +286,8 @@ def print_estimate(costs: list, per_gpu: int) -> None:
     for note, count in notes.most_common():
         print(f"  assumed ({count} run{'s' * (count > 1)}): {note}")
     todo, total = (sum(p[i] for p in panels.values()) / 3600 for i in (0, 1))
-    print(f"estimated GPU-hours to do: {todo:.2f} (of {total:.2f} for the whole sweep), at "
-          f"{provenance(used) if used else 'no measured throughput'}"
+    print(f"estimated GPU-hours to do: {todo:.2f} (of {total:.2f} for the runs listed)"
+          + (f", at {provenance(used)}" if used else "")
           + (f"; {failed} run(s) not estimated" if failed else ""))
 
 
