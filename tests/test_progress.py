@@ -515,12 +515,20 @@ def test_deadline_is_for_the_local_launcher_and_seconds(capsys, monkeypatch):
 
 def test_the_guard_projects_a_gpus_end_as_its_runs_speed_up():
     """Two runs on one GPU at 1 step/s each, 50 and 100 steps left: the first ends at 50 s;
-    alone, the second runs at twice its rate where its wall time halves (walls [1, 2]), so it
-    ends at 75 s, and at 100 s where sharing did not slow it (walls [1, 1])."""
-    assert launch.projected_end([(50, 1.0, [1.0, 2.0]), (100, 1.0, [1.0, 2.0])]) == 75.0
-    assert launch.projected_end([(50, 1.0, [1.0, 1.0]), (100, 1.0, [1.0, 1.0])]) == 100.0
-    assert launch.projected_end([(30, 3.0, [5.0])]) == 10.0
+    alone, the second takes its own half of the GPU's compute a step (0.5 s) unless its floor is
+    longer: it ends at 75 s without a floor, at 87.5 s with a floor of 0.75 s, at 100 s with a
+    floor at (or, taken no higher than its measured step, above) its step now. Four runs as an
+    H200 measured them (Llama 8L512D at Mano, 58 ms a step at four, 30 ms alone, 32 ms the
+    estimate's floor): the last speeds up ×1.8 once alone, not ×1.33 as the estimate's walls
+    at 1-4 a GPU had it (docs/bench/2026-12-02-h200-r5-brevo1)."""
+    assert launch.projected_end([(50, 1.0, 0.0), (100, 1.0, 0.0)]) == 75.0
+    assert launch.projected_end([(50, 1.0, 0.75), (100, 1.0, 0.75)]) == 87.5
+    assert launch.projected_end([(50, 1.0, 1.0), (100, 1.0, 1.0)]) == 100.0
+    assert launch.projected_end([(50, 1.0, 9.0), (100, 1.0, 9.0)]) == 100.0
+    assert launch.projected_end([(30, 3.0, 0.0)]) == 10.0
     assert launch.projected_end([]) == 0.0
+    four = [(1000, 1 / 0.058, 0.032)] * 3 + [(2000, 1 / 0.058, 0.032)]
+    assert launch.projected_end(four) == pytest.approx(1000 * 0.058 + 1000 * 0.032)
 
 
 def _write_rate(out, rows, partial=False):
@@ -543,10 +551,12 @@ def test_the_guard_reads_a_runs_rate_and_stops_the_least_advanced_run_of_a_late_
                          f"out_dir={tmp_path}/r{s}"] for s in range(2)])
     _write_rate(runs[0].out, 12)  # step 600 of 2000: 56 s left at 25 steps/s
     _write_rate(runs[1].out, 8)  # step 400: 64 s; together, with no speed-up, 64 s
-    flat = lambda run, k: 1.0  # noqa: E731 - sharing does not slow them
+    flat = lambda run: math.inf  # noqa: E731 - each at its floor: no faster alone
     assert launch.guard_victim(runs, flat, 64.0 + launch.GUARD_TAIL_S) is None
     assert launch.guard_victim(runs, flat, 63.0 + launch.GUARD_TAIL_S) is runs[1]
-    assert launch.guard_victim(runs, lambda run, k: math.inf, 63.0 + launch.GUARD_TAIL_S) is runs[1]
+    # compute-bound (no floor): alone from 56 s, the second does its last 200 steps at 50/s
+    assert launch.guard_victim(runs, lambda run: 0.0, 60.0 + launch.GUARD_TAIL_S) is None
+    assert launch.guard_victim(runs, lambda run: 0.0, 59.0 + launch.GUARD_TAIL_S) is runs[1]
     (runs[0].out / "metrics.jsonl").unlink()  # a run still starting: no projection yet
     assert launch.guard_victim(runs, flat, 1.0) is None
 
@@ -596,3 +606,19 @@ def test_a_deadline_sweep_stops_a_run_the_guard_projects_past_it(tmp_path, monke
     assert len(re.findall(r"stopped by the deadline guard, the same command resumes it$", out,
                           re.M)) == 1
     assert re.search(r"^run 1/1: s[01] exit 0", out, re.M), out
+
+
+def test_the_guard_takes_a_runs_floor_from_its_estimate(tmp_path):
+    """The floor the guard's projection holds a run's step to is the estimate's small-step floor
+    for its shape (``cost.floor_step``), the same for every run of that shape: Llama 8L512D at
+    Mano's 64 × 256, compiled, is floor-bound alone (its floor above its compute time)."""
+    from playground.sweep import cost
+
+    runs = launch.plan([["task=mano", "size=8L512D", "train.compile=true", "train.batch_size=64",
+                         "task.context=256", f"seed={s}", f"out_dir={tmp_path}/m{s}"]
+                        for s in range(2)])
+    slots = launch.Slots(["0"], 2)
+    shape = cost.Shape.of(runs[0].config)
+    floor = cost.floor_step(shape)[0]
+    assert slots.floor(runs[0]) == slots.floor(runs[1]) == floor
+    assert floor > shape.batch * shape.context / cost.compute_rate(shape)[0] > 0

@@ -259,6 +259,7 @@ class Slots:
         self.ratios: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
         self.credit: dict[int, list[float]] = {}  # run -> [measured / estimated so far, since]
         self.kinds: dict[int, tuple[str, str]] = {}  # run -> its kind (_kind)
+        self.floors: dict[int, float] = {}  # run -> its step's floor, seconds (:meth:`floor`)
 
     def expected(self, run: Planned, sharing: int) -> float:
         """Seconds ``run`` is expected to take with ``sharing`` runs on its GPU: ``wall``, or
@@ -268,6 +269,18 @@ class Slots:
             self.kinds[id(run)] = _kind(run.config)
         estimated, ratio = self.estimated(run, sharing), self.ratios.get(self.kinds[id(run)])
         return estimated * ratio * CALIBRATED_MARGIN if ratio else self.walls[(id(run), sharing)]
+
+    def floor(self, run: Planned) -> float:
+        """Seconds below which ``run``'s step does not go (the estimate's small-step floor,
+        ``cost.floor_step``; 0 where it has none or no estimate): the guard's projection."""
+        if id(run) not in self.floors:
+            from playground.sweep.cost import Shape, floor_step
+
+            try:
+                self.floors[id(run)] = floor_step(Shape.of(run.config))[0]
+            except (ValueError, KeyError, AttributeError):  # no estimate: compute-bound
+                self.floors[id(run)] = 0.0
+        return self.floors[id(run)]
 
     def estimated(self, run: Planned, sharing: int) -> float:
         """Seconds ``run`` is estimated to take with ``sharing`` runs on its GPU: ``wall`` less
@@ -455,17 +468,22 @@ def step_rate(out: Path, intervals: int = 10, since: float | None = None
                               / (rows[-1]["train_time_s"] - rows[0]["train_time_s"]))
 
 
-def projected_end(runs: list[tuple[float, float, list[float]]]) -> float:
+def projected_end(runs: list[tuple[float, float, float]]) -> float:
     """Seconds until the last of the runs sharing one GPU ends, each run given as (steps left,
-    steps per second now, its expected wall seconds at 1, 2, … runs sharing the GPU): as runs
-    end, each other run's rate grows by its wall time at the present sharing over its wall time
-    at the new one (its own estimate of how much sharing slows it)."""
-    now, alive = 0.0, list(range(len(runs)))
+    steps per second now, its step's floor in seconds: the small-step floor of its estimate,
+    0 if none). With k runs on the GPU a run's step takes the longer of k × its share of the
+    GPU's compute and its floor: its compute share is its measured step time now over the runs
+    now sharing (the GPU's time split evenly), its floor never above that measured step. As runs
+    end, the others so speed up in proportion while compute-bound and not below their floor (on
+    an H200, Llama 8L512D at Mano's 64 × 256: 282k tokens/s a run at four on the GPU, 375k at
+    three, 547k alone, docs/bench/2026-12-02-h200-r5-brevo1)."""
+    now, alive, k0 = 0.0, list(range(len(runs))), len(runs)
     left = [r[0] for r in runs]
-    base = [rate * walls[min(len(runs), len(walls)) - 1] for _, rate, walls in runs]
+    share = [1.0 / rate / k0 for _, rate, _ in runs]  # seconds of GPU compute a step
+    floor = [min(f, 1.0 / rate) for _, rate, f in runs]
     while alive:
         k = len(alive)
-        rates = {i: base[i] / runs[i][2][min(k, len(runs[i][2])) - 1] for i in alive}
+        rates = {i: 1.0 / max(k * share[i], floor[i]) for i in alive}
         first = min(alive, key=lambda i: left[i] / rates[i])
         step = left[first] / rates[first]
         now += step
@@ -475,24 +493,22 @@ def projected_end(runs: list[tuple[float, float, list[float]]]) -> float:
     return now
 
 
-def guard_victim(running: list[Planned], walls, time_left: float,
+def guard_victim(running: list[Planned], floors, time_left: float,
                  since: float | None = None) -> Planned | None:
     """The run to stop on a GPU whose ``running`` runs are projected (:func:`projected_end`, from
-    each run's rate measured since the GPU's runs last changed, ``since``; ``walls(run, k)``: its
-    expected seconds with k runs sharing, inf if unknown) to end, with ``GUARD_TAIL_S`` more,
-    after ``time_left`` seconds: the least advanced one; None if they end in time or a run has
-    not yet measured its rate (start-up, or just after a run joined or left the GPU)."""
+    each run's rate measured since the GPU's runs last changed, ``since``; ``floors(run)``: its
+    step's floor in seconds) to end, with ``GUARD_TAIL_S`` more, after ``time_left`` seconds: the
+    least advanced one; None if they end in time or a run has not yet measured its rate
+    (start-up, or just after a run joined or left the GPU)."""
     measured = []
     for run in running:
         found = step_rate(run.out, since=since)
         if found is None or not found[1] > 0:
             return None
         steps = int(run.config.train.steps)
-        measured.append((run, steps, found[0], [walls(run, k) for k in range(1, len(running) + 1)],
-                         found[1]))
-    ends = projected_end([(steps - step, rate,
-                           ws if all(map(math.isfinite, ws)) else [1.0] * len(ws))
-                          for _, steps, step, ws, rate in measured])
+        measured.append((run, steps, found[0], floors(run), found[1]))
+    ends = projected_end([(steps - step, rate, floor)
+                          for _, steps, step, floor, rate in measured])
     if ends + GUARD_TAIL_S <= time_left:
         return None
     return min(measured, key=lambda m: m[2] / m[1])[0]
@@ -604,7 +620,7 @@ def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: floa
             continue
         here = [(proc, item[2]) for proc, item in active.items()
                 if item[0] == gpu and proc not in halted]
-        victim = guard_victim([run for _, run in here], slots.expected, time_left,
+        victim = guard_victim([run for _, run in here], slots.floor, time_left,
                               changed.get(gpu))
         if victim is not None:
             proc = next(p for p, run in here if run is victim)
