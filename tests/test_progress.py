@@ -279,6 +279,23 @@ def test_a_local_launch_skips_finished_runs_before_the_deadline_sees_them(
     marks = [line.split(" playground-train")[0].strip() for line in
              capsys.readouterr().out.splitlines() if " playground-train " in line]
     assert [m.split(" (")[0] for m in marks] == ["done", "todo", "not launchable"], marks
+    dry_run(None, runs, "local")
+    assert "1 of 3 runs to do (1 finished, 1 not launchable)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("how", ["launcher=local", "launcher=basic", "dry_run=true"])
+def test_an_override_no_run_can_take_is_refused_before_anything(tmp_path, capsys, how):
+    """An override of the command line that no run of the sweep can take (a misspelt key, a size
+    no option has) is one error naming it, before anything is launched or written, not one
+    'not launched' line per run: with the local launcher, Hydra's and a dry run alike."""
+    from playground.sweep.cli import main
+
+    for bad, named in (("sizes=2L64D", "'sizes'"), ("size=2L65D", "size=2L65D")):
+        with pytest.raises(SystemExit) as stop:
+            main(["mqar", "scale=cpu", bad, how, f"root={tmp_path}/r"])
+        err = capsys.readouterr().err
+        assert stop.value.code != 0 and "none of the" in err and named in err, err
+        assert "not launched" not in err and not (tmp_path / "r").exists()
 
 
 def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(

@@ -24,6 +24,7 @@ from playground.sweep.launch import (
     checked_finished,
     launcher_overrides,
     plan,
+    refuse_if_none_launchable,
     run_local,
     run_multiruns,
     simulate,
@@ -209,7 +210,9 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
     plan composed), with what the estimate assumed; with ``deadline``, the runs a local launch
     on ``gpus`` GPUs would start if each took its estimate (:func:`plan_hold`)."""
     done, costs = 0, []
-    for run in map(checked_finished, plan(runs, launcher_overrides(launcher))):
+    planned = [checked_finished(p) for p in plan(runs, launcher_overrides(launcher))]
+    refuse_if_none_launchable(planned)
+    for run in planned:
         if run.error is not None:
             print(f"  not launchable ({run.error}): playground-train " + " ".join(run.overrides))
             continue
@@ -218,7 +221,9 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
         mark = "  done " if finished else "  todo "
         print(mark + "playground-train " + " ".join(run.overrides))
         costs.append((run, finished))
-    print(f"{len(runs) - done} of {len(runs)} runs to do ({done} finished)")
+    bad = sum(run.error is not None for run in planned)
+    print(f"{len(runs) - done - bad} of {len(runs)} runs to do ({done} finished"
+          + (f", {bad} not launchable" if bad else "") + ")")
     print_estimate(costs, per_gpu)
     print_measured([run for run, finished in costs if finished])
     if deadline is not None:

@@ -101,6 +101,17 @@ def plan(runs: list[list[str]], extra: list[str] = ()) -> list[Planned]:
     return planned
 
 
+def refuse_if_none_launchable(planned: list[Planned]) -> None:
+    """A ``ConfigError`` where no run of ``planned`` can be launched, every one carrying an error
+    (as when an override given to every run is invalid: a misspelt key, a value no option has):
+    the errors, each once, before anything is launched or written."""
+    if planned and all(p.error is not None for p in planned):
+        errors = list(dict.fromkeys(p.error for p in planned))
+        raise ConfigError(f"none of the {len(planned)} runs can be launched: "
+                          + "; ".join(errors[:3])
+                          + (f" (and {len(errors) - 3} other errors)" if len(errors) > 3 else ""))
+
+
 def checked_finished(run: Planned) -> Planned:
     """``run`` marked finished where its own process would skip it (``train.resume=auto``, a
     finished summary in its run directory, of the same config), so that a launch neither starts it
@@ -198,8 +209,9 @@ def run_multiruns(sweep: Sweep, launcher: str, log_dir: Path) -> int:
     """Launch ``sweep`` as Hydra multiruns (:func:`multirun_commands`) one after another, its runs
     planned first (:func:`plan`); each command's output goes to the terminal and to a log of its
     own. Returns the failures: runs not launched, and commands that ended with an error."""
-    log_dir.mkdir(parents=True, exist_ok=True)
     planned = plan(sweep.runs(), launcher_overrides(launcher))
+    refuse_if_none_launchable(planned)
+    log_dir.mkdir(parents=True, exist_ok=True)
     failures = report_not_launched(planned, log_dir)
     skip = frozenset(p.index for p in planned if p.error)
     for label, command, indices in multirun_commands(sweep, launcher, skip):
@@ -522,8 +534,9 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     (seconds from now), a run starts only if it is expected to end before it (:class:`Slots`: its
     estimate × the runs sharing its GPU × ``margin``); the runs that never fit are listed at the
     end, not counted as failures (the same command starts them later)."""
-    log_dir.mkdir(parents=True, exist_ok=True)
     planned = [checked_finished(p) for p in plan(runs)]
+    refuse_if_none_launchable(planned)
+    log_dir.mkdir(parents=True, exist_ok=True)
     failures = report_not_launched(planned, log_dir)
     if skipped := [p for p in planned if p.finished]:
         print(f"{len(skipped)} of {len(planned)} run(s) finished already (each a summary.json "
