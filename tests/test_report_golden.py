@@ -73,3 +73,15 @@ def test_size_keeps_one_model_size_and_names_the_sizes_there(tmp_path, capsys):
         main(["bars", str(results), "size=9L9D", f"out={tmp_path}"])
     err = capsys.readouterr().err
     assert "size=9L9D is invalid" in err and "2L64D" in err
+
+
+@pytest.mark.parametrize("command", ["heatmap", "gaps"])
+def test_a_metric_the_chosen_panel_does_not_record_is_refused(command, tmp_path, capsys):
+    """``metric=kl`` for Mano's panel of the committed fig7 runs: refused, naming the panel and
+    the metrics its runs record, though the Lano runs beside them record KL; nothing written."""
+    results = Path(__file__).parent.parent / "results" / "mini" / "runs" / "fig7_mini"
+    with pytest.raises(SystemExit):
+        main([command, str(results), "panel=mano", "metric=kl", f"out={tmp_path}/o"])
+    err = capsys.readouterr().err
+    assert "metric='kl' is invalid: no finished run of panel=mano records it" in err, err
+    assert "acc_l4" in err and not (tmp_path / "o").exists()

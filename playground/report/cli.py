@@ -119,8 +119,23 @@ def _heatmap_runs(args: Args) -> pd.DataFrame:
             if args[key]:
                 planned = planned[planned[column] == args[key]]
         frame = pd.concat([frame, planned], ignore_index=True)
-    frame = aggregate.annotate(frame, args["metric"])
+    frame = _with_metric(frame, args)
     return frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
+
+
+def _with_metric(frame: pd.DataFrame, args: Args) -> pd.DataFrame:
+    """``aggregate.annotate`` with ``metric=``, refused where no finished run of the selection
+    (``panel=``, ``row=``, ``size=``) records it, though runs elsewhere under RESULTS do."""
+    metric = args["metric"]
+    frame = aggregate.annotate(frame, metric)
+    done = frame[frame["status"] == "finished"] if "status" in frame else frame
+    if metric and len(done) and done["value"].isna().all():
+        known = sorted(c.split(".", 1)[1] for c in done
+                       if c.startswith("metrics.") and done[c].notna().any())
+        chosen = " ".join(f"{k}={args[k]}" for k, _ in FILTERS if args[k])
+        raise ConfigError(f"metric={metric!r} is invalid: no finished run"
+                          f"{' of ' + chosen if chosen else ''} records it; they record {known}")
+    return frame
 
 
 def _lrs_run(frame: pd.DataFrame, panel: str) -> list[float]:
@@ -250,7 +265,7 @@ def cmd_depth(args: Args) -> int:
 def cmd_bars(args: Args) -> int:
     metric = args["metric"]
     lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
-    cells = aggregate.cells(aggregate.annotate(_runs(args), metric), "mean", lower)
+    cells = aggregate.cells(_with_metric(_runs(args), args), "mean", lower)
     # tasks without the metric drop out
     cells = cells[(cells["status"] == "finished") & cells["value"].notna()].copy()
     cells["variant"] = [plots.variant_label(a, c)
