@@ -350,6 +350,20 @@ def test_local_launcher_uses_the_devices_it_was_given(monkeypatch):
         _device_ids(3)
 
 
+@pytest.mark.parametrize("option", ["gpus=2", "per_gpu=4"])
+@pytest.mark.parametrize("launcher", ["basic", "slurm"])
+def test_gpu_placement_is_refused_for_hydras_launchers(option, launcher, capsys, tmp_path):
+    """gpus= and per_gpu= place runs on the local launcher's GPUs: with Hydra's launchers (their
+    resources are hydra.launcher.*) they are refused, not ignored, a dry run too."""
+    from playground.sweep.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["mqar", "scale=cpu", option, f"launcher={launcher}", "dry_run=true",
+              f"root={tmp_path}"])
+    err = capsys.readouterr().err
+    assert stop.value.code != 0 and f"{option} is invalid with launcher={launcher}" in err, err
+
+
 @pytest.mark.parametrize("name",
                          ["mqar", "mamba2_conv", "nope", "gla_canon", "rope_depth", "lano_canon"])
 def test_committed_mini_results_agree_with_their_runs(name):
