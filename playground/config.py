@@ -244,6 +244,12 @@ class ModelConfig:
         if "C" in self.canon.positions or "D" in self.canon.positions:
             check(self.mlp != "none", "model.canon.positions", self.canon.positions,
                   "no C or D when model.mlp=none (there is no MLP to place them in)")
+        if not self.canon.positions:  # no Canon layer: its settings would go unused, unsaid
+            for f in dataclasses.fields(CanonConfig):
+                value = getattr(self.canon, f.name)
+                check(f.name == "positions" or value == f.default, f"model.canon.{f.name}", value,
+                      f"its default {f.default!r} without Canon layers (model.canon.positions is "
+                      "empty, as with canon=none): it would have no effect")
 
 
 @dataclass

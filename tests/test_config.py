@@ -6,6 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from playground.config import CONF_DIR, Composer, compose, from_container, to_objects
+from playground.errors import ConfigError
 from playground.model import build_model
 from playground.tasks import build_task
 
@@ -81,3 +82,13 @@ def test_composer_is_compose_for_every_seed(tmp_path):
     assert [c.seed for c in seen] == [2, 0, 7]  # copies: a later seed leaves earlier ones alone
     assert len(composer._seedless) == 1
     assert composer(base).seed == compose(base).seed and len(composer._seedless) == 1
+
+
+@pytest.mark.parametrize("setting", ["model.canon.kernel=3", "model.canon.residual=false",
+                                     "model.canon.activation=silu", "model.canon.backend=torch"])
+def test_a_canon_setting_without_canon_layers_is_refused(setting):
+    """With no Canon position (canon=none) a Canon setting would change nothing: refused, naming
+    it; with Canon layers the same setting is taken."""
+    with pytest.raises(ConfigError, match=f"{setting.split('=')[0]}=.*without Canon layers"):
+        to_objects(compose(["canon=none", setting]))
+    to_objects(compose(["canon=ABCD", setting]))

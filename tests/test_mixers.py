@@ -197,8 +197,10 @@ BACKBONES = {
 
 def tiny(name: str, seed: int = 1) -> torch.nn.Module:
     spec = BACKBONES[name]
-    canon = CanonConfig(positions=spec.get("positions", ""), residual=spec.get("residual", True),
-                        activation="silu", bias=True, **spec.get("canon_kw", {}))
+    positions = spec.get("positions", "")
+    canon = CanonConfig(positions=positions, **({"residual": spec.get("residual", True),
+                                                 "activation": "silu", "bias": True,
+                                                 **spec.get("canon_kw", {})} if positions else {}))
     cfg = ModelConfig(n_layers=2, d_model=64, head_dim=32, mlp=spec.get("mlp", "swiglu"),
                       depth_multiplier=spec.get("depth", 1), mixer=spec["mixer"], canon=canon)
     return build_model(cfg, V, seed=seed).eval()

@@ -22,10 +22,11 @@ V = 23
 
 
 def tiny(positions="ABCD", rope="rope", mlp="swiglu", **canon) -> torch.nn.Module:
+    """A 2L64D Llama; the Canon settings ``canon`` apply where it has Canon layers."""
     frac, heads = ROPES[rope]
     cfg = ModelConfig(n_layers=2, d_model=64, head_dim=32, mlp=mlp,
                       mixer=AttentionConfig(rope_fraction=frac, rope_heads=heads),
-                      canon=CanonConfig(positions=positions, **canon))
+                      canon=CanonConfig(positions=positions, **(canon if positions else {})))
     return build_model(cfg, V, seed=1).eval()
 
 
