@@ -130,8 +130,7 @@ def _with_metric(frame: pd.DataFrame, args: Args) -> pd.DataFrame:
     frame = aggregate.annotate(frame, metric)
     done = frame[frame["status"] == "finished"] if "status" in frame else frame
     if metric and len(done) and done["value"].isna().all():
-        known = sorted(c.split(".", 1)[1] for c in done
-                       if c.startswith("metrics.") and done[c].notna().any())
+        known = site.metric_names(done)
         chosen = " ".join(f"{k}={args[k]}" for k, _ in FILTERS if args[k])
         raise ConfigError(f"metric={metric!r} is invalid: no finished run"
                           f"{' of ' + chosen if chosen else ''} records it; they record {known}")

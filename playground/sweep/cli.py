@@ -38,8 +38,8 @@ MAX_PER_GPU = 64  # per_gpu=: runs sharing one device at once
 
 def cmd_sweep(args: Args) -> int:
     launcher = args.choice("launcher", LAUNCHERS)
-    if launcher != "local" and (given := [k for k, default in (("gpus", "0"), ("per_gpu", "1"))
-                                          if args[k] != default]):
+    if launcher != "local" and (given := [k for k in ("gpus", "per_gpu")
+                                          if args[k] != COMMAND.options[k][0]]):
         raise ConfigError(f"{given[0]}={args[given[0]]} is invalid with launcher={launcher}: only "
                           "the local launcher places runs on GPUs (launcher=local); Hydra's "
                           "launchers take theirs from hydra.launcher.*")
