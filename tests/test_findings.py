@@ -380,6 +380,13 @@ def test_results_pick_findings_in_the_order_asked():
     assert [f.result for f in fnd.load_findings(results="7,2")][:3] == ["7", "7", "2"]
 
 
+def test_results_pick_a_finding_by_its_id_beside_whole_results():
+    picked = [f.id for f in fnd.load_findings(results="R10-mamba2,2,R8-canon")]
+    assert picked == ["R10-mamba2", "R2", "R8-canon"]
+    with pytest.raises(ConfigError, match=r"results=\['R99'\].*R10-mamba2"):
+        fnd.load_findings(results="2,R99")
+
+
 def test_the_probe_rows_are_fig7s_mini_rows():
     fig7 = yaml.safe_load((ROOT / "sweeps" / "fig7.yaml").read_text())["scales"]["mini"]
     probe = yaml.safe_load((ROOT / "sweeps" / "probe.yaml").read_text())["scales"]["mini"]

@@ -511,7 +511,8 @@ COMMANDS = [
             "(docs/findings.md)", cmd_findings,
             {"spec": ("", "a findings file (default: the shipped sweeps/findings.yaml)"),
              "results": ("",
-                         "only the findings of these paper results (comma-separated, e.g. 2,3a)"),
+                         "only the findings of these paper results or ids (comma-separated, "
+                         "e.g. 2,3a or R10-mamba2)"),
              "update": ("", "also put the summary table into these markdown files, between their "
                             "<!-- findings:begin --> and <!-- findings:end --> lines "
                             "(comma-separated)"),

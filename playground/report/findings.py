@@ -108,8 +108,9 @@ class Finding:
 
 
 def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
-    """The findings of ``path`` (only those of the paper's ``results``, comma-separated, if
-    given, in that order); every problem is a ConfigError naming the entry and key."""
+    """The findings of ``path`` (only those of ``results``, comma-separated, if given, in that
+    order: a paper result picks all its findings, an id one); every problem is a ConfigError
+    naming the entry and key."""
     spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     entries = spec.get("findings") if isinstance(spec, dict) else None
     if isinstance(spec, dict) and (unknown := set(spec) - FILE_KEYS):
@@ -148,13 +149,15 @@ def load_findings(path: Path = SPEC, results: str = "") -> list[Finding]:
         found.append(Finding(str(entry["id"]), str(entry["result"]), str(entry.get("paper", "")),
                              str(entry["claim"]), *sides, expect, tuple(seeds), cells, tolerance,
                              str(entry.get("note", ""))))
-    if results:
+    if results:  # each a paper result (all its findings) or a finding's id
         wanted = results.split(",")
-        if unknown := sorted(set(wanted) - {f.result for f in found}):
+        if unknown := sorted(set(wanted) - {f.result for f in found} - ids):
             raise ConfigError(f"results={unknown} is invalid: the findings test results "
-                              f"{sorted({f.result for f in found})}")
-        found = sorted((f for f in found if f.result in wanted),
-                       key=lambda f: wanted.index(f.result))  # in the order asked for
+                              f"{sorted({f.result for f in found})}, or name a finding by its "
+                              f"id ({', '.join(f.id for f in found)})")
+        first = lambda f: min(wanted.index(k) for k in (f.result, f.id) if k in wanted)
+        found = sorted((f for f in found if f.result in wanted or f.id in wanted),
+                       key=first)  # in the order asked for
     return found
 
 

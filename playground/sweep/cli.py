@@ -375,8 +375,8 @@ COMMAND = Command(
               "the finished runs there, e.g. root=results/mini/runs keeps their records in the "
               "repository)"),
      "dry_run": ("false", "list the runs, launch nothing"),
-     "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a), "
-                 "in this order"),
+     "results": ("", "NAME=findings only: the findings of these paper results (e.g. 2,3a) "
+                 "or with these ids (e.g. R10-mamba2), in this order"),
      "whole": ("false", "with deadline=: only what ends whole by the deadline. A sweep file: its "
                "panels' columns (a model size, every row, variant and seed), smallest model "
                "first, so a hold completes whole columns of the heatmaps; NAME=findings: the "
