@@ -576,6 +576,12 @@ def test_the_guard_reads_a_runs_rate_and_stops_the_least_advanced_run_of_a_late_
     assert launch.guard_victim(runs, lambda run: 0.0, 59.0 + launch.GUARD_TAIL_S) is runs[1]
     (runs[0].out / "metrics.jsonl").unlink()  # a run still starting: no projection yet
     assert launch.guard_victim(runs, flat, 1.0) is None
+    early = launch.plan([["size=2L64D", "train.device=cpu", "train.steps=6001",
+                          f"out_dir={tmp_path}/e"]])
+    _write_rate(early[0].out, 12)  # step 600 of 6001: under GUARD_MIN_DONE, its start-up rate
+    assert launch.guard_victim(early, flat, 1.0) is None
+    _write_rate(early[0].out, 13)  # step 650: past it
+    assert launch.guard_victim(early, flat, 1.0) is early[0]
 
 
 def test_the_guard_reads_rates_since_the_gpus_runs_last_changed(tmp_path):
@@ -598,7 +604,9 @@ def test_the_guard_reads_rates_since_the_gpus_runs_last_changed(tmp_path):
 
 def test_a_deadline_sweep_stops_a_run_the_guard_projects_past_it(tmp_path, monkeypatch, capsys):
     """Two fake runs on one GPU log 100 steps/s of 1,000 steps (10 s) against a 3 s deadline:
-    the guard stops the least advanced; it is not a failure and the sweep says how to resume."""
+    the guard stops the least advanced; it is not a failure and the sweep says how to resume.
+    A third run of the same kind, estimated to fit in the freed slot, does not start: the
+    stopped run's pace (its time over the share of its steps done) rescales its kind."""
     real = subprocess.Popen
     script = ("import json, sys, time\nfrom pathlib import Path\nout = Path(sys.argv[1])\n"
               "out.mkdir(parents=True, exist_ok=True)\nf = open(out / 'metrics.jsonl', 'w')\n"
@@ -613,16 +621,20 @@ def test_a_deadline_sweep_stops_a_run_the_guard_projects_past_it(tmp_path, monke
     monkeypatch.setattr(launch.subprocess, "Popen", fake)
     monkeypatch.setattr(launch, "GUARD_EVERY_S", 0.5)
     monkeypatch.setattr(launch, "GUARD_TAIL_S", 0.0)
+    monkeypatch.setattr(launch, "CALIBRATE_AFTER_S", 0.0)
     runs = [["size=2L64D", "train.device=cpu", "train.steps=1000", f"seed={s}",
-             f"out_dir={tmp_path}/s{s}"] for s in range(2)]
+             f"out_dir={tmp_path}/s{s}"] for s in range(3)]
+    # estimated 0.53 s alone, 1.07 s shared (walls 0.8 s a run sharing, less the margin 1.5)
     assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=2, deadline=3.0,
-                            wall=lambda config, sharing: 0.1 * sharing) == 0
+                            wall=lambda config, sharing: 0.8 * sharing) == 0
     out = capsys.readouterr().out
+    assert re.search(r"^deadline: .* runs take up to ×\d+\.\d\d of their estimate", out, re.M), out
+    assert re.search(r"^1 run\(s\) not started: .*: s2$", out, re.M), out
     assert re.search(r"^deadline guard: GPU 0's runs are projected past the deadline "
                      r"\(\d+ s left\); stopping the least advanced, s[01]$", out, re.M), out
     assert len(re.findall(r"stopped by the deadline guard, the same command resumes it$", out,
                           re.M)) == 1
-    assert re.search(r"^run 1/1: s[01] exit 0", out, re.M), out
+    assert re.search(r"^run 1/2: s[01] exit 0", out, re.M), out
 
 
 def test_the_guard_takes_a_runs_floor_from_its_estimate(tmp_path):

@@ -58,6 +58,10 @@ CALIBRATE_AFTER_S = 60.0
 GUARD_EVERY_S = 30.0
 GUARD_GAP_S = 120.0
 GUARD_TAIL_S = 30.0  # after a run's last step: its final evaluation and summary
+# a run's rate counts for the guard once it has done this share of its steps: its first steps run
+# slower (compilation, warm-up; on an H200, Mamba2 at Depo1 245-300k tokens/s over its first 300 of
+# 10,000 steps, 350-426k later, docs/bench/2026-12-03-h200-lost-holds)
+GUARD_MIN_DONE = 0.1
 
 
 def launcher_overrides(launcher: str) -> list[str]:
@@ -378,7 +382,8 @@ class Slots:
 
     def calibrate(self, run: Planned, ratio: float, took: float) -> None:
         """Keep the largest measured / estimated ``ratio`` of ``run``'s kind (deadline only; the
-        ratio :meth:`give` returns) of a run that took ``took`` seconds."""
+        ratio :meth:`give` returns; of a run the guard stopped, over the share of its steps done)
+        of a run that took ``took`` seconds."""
         if self.deadline is None or took < CALIBRATE_AFTER_S or not 0 < ratio < math.inf:
             return
         kind = _kind(run.config)
@@ -511,13 +516,16 @@ def guard_victim(running: list[Planned], floors, time_left: float,
     each run's rate measured since the GPU's runs last changed, ``since``; ``floors(run)``: its
     step's floor in seconds) to end, with ``GUARD_TAIL_S`` more, after ``time_left`` seconds: the
     least advanced one; None if they end in time or a run has not yet measured its rate
-    (start-up, or just after a run joined or left the GPU)."""
+    (start-up, or just after a run joined or left the GPU) or done ``GUARD_MIN_DONE`` of its
+    steps."""
     measured = []
     for run in running:
         found = step_rate(run.out, since=since)
         if found is None or not found[1] > 0:
             return None
         steps = int(run.config.train.steps)
+        if found[0] < GUARD_MIN_DONE * steps:
+            return None
         measured.append((run, steps, found[0], floors(run), found[1]))
     ends = projected_end([(steps - step, rate, floor)
                           for _, steps, step, floor, rate in measured])
@@ -581,6 +589,10 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 changed[gpu] = time.time()
                 if proc in halted:  # stopped by the guard, resumable: left for a later launch
                     total -= 1
+                    # its kind's next runs start only if, as slow as this one, they end in time
+                    if (found := step_rate(run.out)) and found[0] > 0:
+                        share = found[0] / int(run.config.train.steps)
+                        slots.calibrate(run, ratio / share, time.monotonic() - start)
                     line = ended(run, proc.returncode, Path(log.name), run.out.name)[1]
                     print(f"{line}; stopped by the deadline guard, the same command resumes it",
                           flush=True)
