@@ -134,6 +134,19 @@ def test_mamba2_with_cuda_graphs_is_floor_bound_alone_and_gains_from_a_second_ru
     assert 2 * shared.gpu_s < 1.55 * alone.gpu_s  # two at once: not twice the wall of one
 
 
+def test_llama_at_manos_short_context_is_estimated_from_its_own_row():
+    """Llama + Canon-ABCD 8L768D at Mano (64 × 256) on an H200 (docs/bench/2026-12-03-h200-r10-
+    mamba2): two runs at once 349k and 351k tokens/s, 587k alone. Scaled by FLOPs per token from
+    context 2048 the estimate had two at once at 512k each; from the row at context 256 that the
+    pair gave, 350k each, and alone no faster than measured."""
+    cfg = compose(["task=mano", "task.L=3", "task.context=256", "size=8L768D", "mixer=rope",
+                   "canon=ABCD", "train=paper", "train.batch_size=64", "train.steps=10000",
+                   "train.eval_every=2000", "train.compile=true"])
+    tokens = 10_000 * 64 * 256
+    assert tokens / (2 * estimate(cfg, 2).train_s) == pytest.approx(350_000, rel=0.03)
+    assert tokens / estimate(cfg, 1).train_s <= 587_000
+
+
 def test_dry_run_prints_the_estimate(tmp_path, monkeypatch, capsys):
     from playground.sweep.cli import main
 
