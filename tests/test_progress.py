@@ -576,12 +576,31 @@ def test_the_guard_reads_a_runs_rate_and_stops_the_least_advanced_run_of_a_late_
     assert launch.guard_victim(runs, lambda run: 0.0, 59.0 + launch.GUARD_TAIL_S) is runs[1]
     (runs[0].out / "metrics.jsonl").unlink()  # a run still starting: no projection yet
     assert launch.guard_victim(runs, flat, 1.0) is None
-    early = launch.plan([["size=2L64D", "train.device=cpu", "train.steps=6001",
+    early = launch.plan([["size=2L64D", "train.device=cpu", "train.steps=6000",
                           f"out_dir={tmp_path}/e"]])
-    _write_rate(early[0].out, 12)  # step 600 of 6001: under GUARD_MIN_DONE, its start-up rate
+    _write_rate(early[0].out, 12)  # steps 50 to 600 of 6,000: under GUARD_MIN_DONE, start-up
     assert launch.guard_victim(early, flat, 1.0) is None
-    _write_rate(early[0].out, 13)  # step 650: past it
+    _write_rate(early[0].out, 13)  # 50 to 650: 600 steps logged, its share
     assert launch.guard_victim(early, flat, 1.0) is early[0]
+
+
+def test_the_guard_waits_for_a_resumed_run_to_do_its_share_in_its_own_attempt(tmp_path):
+    """A run resumed at step 3,000 of 6,000 (an earlier attempt's rows before it, their times
+    ending at its checkpoint): from its attempt's start (the file written at T, 8 s of training
+    time after the checkpoint) it has logged 150 steps, under GUARD_MIN_DONE; taken from its
+    first row, 3,150."""
+    run = launch.plan([["size=2L64D", "train.device=cpu", "train.steps=6000",
+                        f"out_dir={tmp_path}/r"]])
+    run[0].out.mkdir(parents=True)
+    rows = [(50 * i, 2.0 * i) for i in range(1, 61)] + [(3000 + 50 * j, 120 + 2.0 * j)
+                                                       for j in range(1, 5)]
+    (run[0].out / "metrics.jsonl").write_text("".join(
+        json.dumps({"split": "train", "step": s, "train_time_s": t}) + "\n" for s, t in rows))
+    os.utime(run[0].out / "metrics.jsonl", (1000.0, 1000.0))
+    assert [r["step"] for r in launch.train_rows(run[0].out, 993.0)] == [3050, 3100, 3150, 3200]
+    late = lambda r: math.inf  # noqa: E731 - at its floor
+    assert launch.guard_victim(run, late, 1.0) is run[0]
+    assert launch.guard_victim(run, late, 1.0, started=lambda r: 993.0) is None
 
 
 def test_the_guard_reads_rates_since_the_gpus_runs_last_changed(tmp_path):

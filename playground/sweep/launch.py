@@ -455,18 +455,16 @@ def whole_cells(groups: list[tuple[str, list[Planned]]], gpus: int, per_gpu: int
     return taken, runs, passed
 
 
-def step_rate(out: Path, intervals: int = 10, since: float | None = None
-              ) -> tuple[int, float] | None:
-    """(last logged step, steps per second over its last ``intervals`` logged intervals) of the
-    run writing ``out/metrics.jsonl``; with ``since`` (epoch seconds: when the runs sharing its GPU
-    last changed), over the intervals logged after it only, a row's time taken as the file's
-    last write less its training time to the last row; None before three such training rows of
-    one attempt."""
+def train_rows(out: Path, since: float | None = None) -> list[dict]:
+    """The training rows of the run writing ``out/metrics.jsonl`` ([] before it has one); with
+    ``since`` (epoch seconds), those logged after it only, a row's time taken as the file's last
+    write less its training time to the last row (the rows of an earlier attempt, whose time
+    ends at its checkpoint, so fall before the attempt that resumed it)."""
     path = out / "metrics.jsonl"
     try:
         lines, written = path.read_text().splitlines(), path.stat().st_mtime
     except OSError:
-        return None
+        return []
     rows = []
     for line in lines:
         try:
@@ -478,7 +476,16 @@ def step_rate(out: Path, intervals: int = 10, since: float | None = None
     if since is not None and rows:
         rows = [r for r in rows
                 if written - (rows[-1]["train_time_s"] - r["train_time_s"]) >= since]
-    rows = rows[-(intervals + 1):]
+    return rows
+
+
+def step_rate(out: Path, intervals: int = 10, since: float | None = None
+              ) -> tuple[int, float] | None:
+    """(last logged step, steps per second over its last ``intervals`` logged intervals) of the
+    run writing ``out/metrics.jsonl``; with ``since`` (epoch seconds: when the runs sharing its GPU
+    last changed), over the intervals logged after it only (:func:`train_rows`); None before
+    three such training rows of one attempt."""
+    rows = train_rows(out, since)[-(intervals + 1):]
     if len(rows) < 3 or rows[-1]["train_time_s"] <= rows[0]["train_time_s"]:
         return None
     return rows[-1]["step"], ((rows[-1]["step"] - rows[0]["step"])
@@ -511,20 +518,22 @@ def projected_end(runs: list[tuple[float, float, float]]) -> float:
 
 
 def guard_victim(running: list[Planned], floors, time_left: float,
-                 since: float | None = None) -> Planned | None:
+                 since: float | None = None, started=None) -> Planned | None:
     """The run to stop on a GPU whose ``running`` runs are projected (:func:`projected_end`, from
     each run's rate measured since the GPU's runs last changed, ``since``; ``floors(run)``: its
     step's floor in seconds) to end, with ``GUARD_TAIL_S`` more, after ``time_left`` seconds: the
     least advanced one; None if they end in time or a run has not yet measured its rate
-    (start-up, or just after a run joined or left the GPU) or done ``GUARD_MIN_DONE`` of its
-    steps."""
+    (start-up, or just after a run joined or left the GPU) or logged ``GUARD_MIN_DONE`` of its
+    steps since its attempt began (``started(run)``: epoch seconds; None or no ``started``: its
+    first row; a resumed run's first steps are as slow as a new one's)."""
     measured = []
     for run in running:
         found = step_rate(run.out, since=since)
         if found is None or not found[1] > 0:
             return None
         steps = int(run.config.train.steps)
-        if found[0] < GUARD_MIN_DONE * steps:
+        attempt = train_rows(run.out, started(run) if started else None)
+        if not attempt or found[0] - attempt[0]["step"] < GUARD_MIN_DONE * steps:
             return None
         measured.append((run, steps, found[0], floors(run), found[1]))
     ends = projected_end([(steps - step, rate, floor)
@@ -638,15 +647,18 @@ def guard(active: dict, slots: Slots, time_left: float, stopped: dict, now: floa
     those it stopped before (``halted``): on each GPU not stopped from within
     ``GUARD_GAP_S`` (``stopped``: GPU -> when), stop (SIGTERM: the run checkpoints as preempted)
     the run :func:`guard_victim` names from the rates since a run last started or ended there
-    (``changed``: GPU -> epoch seconds); returns the processes it stopped."""
+    (``changed``: GPU -> epoch seconds) and the steps each run logged since it started; returns
+    the processes it stopped."""
     signalled = set()
+    began = {id(item[2]): time.time() - (time.monotonic() - item[3])
+             for item in active.values()}  # when each run's attempt began, epoch seconds
     for gpu in {g for g, *_ in active.values()}:
         if now - stopped.get(gpu, -math.inf) < GUARD_GAP_S:
             continue
         here = [(proc, item[2]) for proc, item in active.items()
                 if item[0] == gpu and proc not in halted]
         victim = guard_victim([run for _, run in here], slots.floor, time_left,
-                              changed.get(gpu))
+                              changed.get(gpu), lambda run: began[id(run)])
         if victim is not None:
             proc = next(p for p, run in here if run is victim)
             signalled.add(proc)
