@@ -599,8 +599,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 if proc in halted:  # stopped by the guard, resumable: left for a later launch
                     total -= 1
                     # its kind's next runs start only if, as slow as this one, they end in time
-                    if (found := step_rate(run.out)) and found[0] > 0:
-                        share = found[0] / int(run.config.train.steps)
+                    if (rows := train_rows(run.out)) and rows[-1]["step"] > 0:
+                        share = rows[-1]["step"] / int(run.config.train.steps)
                         slots.calibrate(run, ratio / share, time.monotonic() - start)
                     line = ended(run, proc.returncode, Path(log.name), run.out.name)[1]
                     print(f"{line}; stopped by the deadline guard, the same command resumes it",

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Two Mamba2 + Canon-AB Depo1 (N = 15, K = 4) 8L512D runs at once on one GPU for WAIT seconds (default 200):
-# their tokens/s a run against the run alone (402k at its end, ../2026-12-03-h200-r10-mamba2/README.md), and the GPU's
+# their tokens/s a run against the run alone (397k over steps 200-1,000, README.md beside this file), and the GPU's
 # utilisation. Run from the repository root on the device: bash docs/bench/2026-12-03-h200-r10-mamba2/share2.sh
 set -u
 OUT=${OUT:-/tmp/share2}; WAIT=${WAIT:-200}; mkdir -p "$OUT"
