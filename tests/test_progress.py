@@ -302,7 +302,8 @@ def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(
         tmp_path, monkeypatch):
     """``PLAYGROUND_HOST_RUNS`` (the runs whose loader workers share the host's cores) is the
     runs that may run from a run's start on, not the launch's slots: seed 2 is expected in time
-    only alone on the GPU, so it starts once seeds 0 and 1 have ended, and counts itself alone."""
+    only alone on the GPU (joining seed 1, expected to take 40 s whenever seed 0 ends, would end
+    past the deadline), so it starts once seeds 0 and 1 have ended, and counts itself alone."""
     from playground.run.device import HOST_RUNS
 
     real, hosts = subprocess.Popen, {}
@@ -316,7 +317,7 @@ def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(
             for s in range(3)]
 
     def wall(config, sharing):
-        return 1.0 if config.seed < 2 or sharing == 1 else 99.0
+        return 40.0 if config.seed < 2 else 30.0 if sharing == 1 else 99.0
 
     assert launch.run_local(runs, 1, tmp_path / "logs", per_gpu=2, deadline=50.0, wall=wall) == 0
     assert hosts == {"seed=0": "2", "seed=1": "2", "seed=2": "1"}
