@@ -161,8 +161,7 @@ if rank == 0:
 else:
     time.sleep(8)  # joined, then never swaps: hung (for longer than rank 0 waits)
 # as training ends (playground.run.device.teardown): a process that exits with a gloo group whose
-# collective timed out may abort in its C++ teardown ("terminate called without an active
-# exception"; 3 of 40 two-rank trials on 2 busy cores, none of 40 with the groups destroyed)
+# collective timed out may abort in its C++ teardown (docs/bench/2026-12-03-cpu-gloo-timeout-exit)
 dist.destroy_process_group()
 pickle.dump(found, open(out, "wb"))
 """

@@ -302,8 +302,9 @@ def test_a_run_of_a_launchs_tail_gets_the_cores_of_the_runs_that_have_ended(
         tmp_path, monkeypatch):
     """``PLAYGROUND_HOST_RUNS`` (the runs whose loader workers share the host's cores) is the
     runs that may run from a run's start on, not the launch's slots: seed 2 is expected in time
-    only alone on the GPU (joining seed 1, expected to take 40 s whenever seed 0 ends, would end
-    past the deadline), so it starts once seeds 0 and 1 have ended, and counts itself alone."""
+    only alone on the GPU (beside seed 1, which has most of its expected 40 s left whenever seed
+    0 ends, it would end past the deadline), so it starts once seeds 0 and 1 have ended, and
+    counts itself alone."""
     from playground.run.device import HOST_RUNS
 
     real, hosts = subprocess.Popen, {}
