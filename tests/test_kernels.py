@@ -242,7 +242,8 @@ def mamba2_on_mamba_ssm_matches_torch():
     """The Mamba2 mixer on mamba_ssm's SSD against the PyTorch path: output and every gradient,
     fp32; then the SSD adapter alone with isolated
     packed examples, every input's gradient, with x, B and C contiguous and as column slices of
-    one tensor (as Mamba2 passes them). Run
+    one tensor (as Mamba2 passes them), eager and compiled whole; then ``torch.library.opcheck`` of
+    its custom op. Run
     under the interpreter on the CPU: the CUDA-only calls of mamba_ssm's wrappers stubbed, the
     backend choice let through, autotuning cut to one configuration (nothing to time)."""
     import contextlib
@@ -287,13 +288,21 @@ def mamba2_on_mamba_ssm_matches_torch():
               wide[..., 64:]]
     resets = torch.zeros(2, 40, dtype=torch.bool)
     resets[0, 13] = resets[1, 29] = True
+    # traced whole (fullgraph: a graph break fails) with its fake shapes and autograd formula
+    traced = torch.compile(lambda *v: fast.ssd_mamba(*v, 16, "restricted", resets),
+                           backend="aot_eager", fullgraph=True)
     for args in (inputs, sliced):
-        got = fast.ssd_mamba(*args, 16, "restricted", resets)
         ref = scan.ssd_chunked(*args, 16, resets=resets)[0]
         dout = torch.randn(ref.shape, generator=g)
-        for a, b in zip([got, *torch.autograd.grad(got, args, dout)],
-                        [ref, *torch.autograd.grad(ref, args, dout)]):
-            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+        want = [ref, *torch.autograd.grad(ref, args, dout)]
+        for op in (lambda *v: fast.ssd_mamba(*v, 16, "restricted", resets), traced):
+            got = op(*args)
+            for a, b in zip([got, *torch.autograd.grad(got, args, dout)], want):
+                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    # the custom op's schema, fake and autograd registrations against its real outputs
+    seq_idx = resets.int().cumsum(1, dtype=torch.int32)
+    torch.library.opcheck(fast.mamba_ssd, (inputs[0], inputs[1], inputs[2], inputs[3][:, :, None],
+                                           inputs[4][:, :, None], 16, seq_idx))
 
 
 @pytest.mark.skipif(not HAS_TRITON or importlib.util.find_spec("mamba_ssm") is None,

@@ -476,14 +476,15 @@ def test_mamba_ssm_kernels_import_without_its_cuda_extensions(fake_mamba_ssm, in
 
 
 def test_the_ssd_kernel_call_keeps_the_compiled_graph_whole(fake_mamba_ssm, recwarn):
-    """ssd_mamba (the Mamba2 SSD through mamba_ssm) inside torch.compile: the kernel lookup and the
-    autotune restriction must not split the graph (a GPU profile of the compiled Mamba2 step found
-    the GPU idle 44 % of the time with the graph broken around every SSD call, after a trace through
-    the cached kernel check and autotune restriction). The stand-in kernel is plain torch, so any
-    break would be ours."""
+    """ssd_mamba (the Mamba2 SSD through mamba_ssm) inside torch.compile: the kernel lookup, the
+    autotune restriction and the kernel call must not split the graph (a GPU profile of the
+    compiled Mamba2 step found the GPU idle 44 % of the time with the graph broken around every SSD
+    call, after a trace through the cached kernel check and autotune restriction; mamba_ssm's own
+    autograd.Function broke it at every layer, hence the custom ops). The stand-in kernel functions
+    are plain torch, so any break would be ours."""
     fake_mamba_ssm("import selective_scan_cuda\n",
-                   kernels="def mamba_chunk_scan_combined(x, dt, a, b, c, chunk_size, seq_idx):\n"
-                           "    return x * dt[..., None] + c.sum(-1, keepdim=True)\n")
+                   kernels="def _mamba_chunk_scan_combined_fwd(x, dt, a, b, c, chunk, seq_idx):\n"
+                           "    return x * dt[..., None] + c.sum(-1, keepdim=True), None\n")
 
     def forward(x, dt, a, bm, cm):  # as Mamba2's: the backend is chosen, then called
         return (fast.ssd_mamba(x, dt, a, bm, cm, 64, "restricted")

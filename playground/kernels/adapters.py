@@ -1,7 +1,8 @@
 """Optional GPU kernels for the linear mixers, behind import guards.
 
 - GLA: ``fla.ops.gla.chunk_gla`` (fla-core, the ``gpu`` extra).
-- Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` if installed, else
+- Mamba2's SSD: ``mamba_ssm``'s ``mamba_chunk_scan_combined`` (its forward and backward as custom
+  ops, :func:`mamba_ssd`) if installed, else
   ``fla.ops.simple_gla.chunk_simple_gla`` with q=C, k=B, v=x·dt, g=A·dt per head. Only
   mamba_ssm's Triton kernels are used, so it may be installed without its CUDA extensions
   (the ``mamba`` extra with ``MAMBA_SKIP_CUDA_BUILD=TRUE``, docs/usage.md): :func:`kernel_module`
@@ -270,18 +271,63 @@ def ssd_fla(x, dt, a, bm, cm, autotune: str, resets=None) -> torch.Tensor:
 def ssd_mamba(x, dt, a, bm, cm, chunk: int, autotune: str, resets=None) -> torch.Tensor:
     """mamba_ssm's fused chunked SSD (dt already through softplus, no gate, no D skip);
     isolated examples through its ``seq_idx`` (a non-decreasing segment index per row)."""
-    # already imported by available() (past the package's __init__ where that fails); an import
-    # statement, not kernel_module(), so that torch.compile keeps one graph around it
-    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
-
     if autotune == "restricted":
         restrict_autotune("mamba_ssm", "mamba_chunk_scan_combined")
     # x, B and C as they come (column slices of the conv's output): its kernels read them at
     # their strides, as the reference Mamba2 module passes them (a copy of x cost 1.3 ms a step)
     bm, cm = (z[:, :, None].to(x.dtype) for z in (bm, cm))  # [B, T, 1, N]
     seq_idx = None if resets is None else resets.int().cumsum(1, dtype=torch.int32).contiguous()
-    return mamba_chunk_scan_combined(x, dt.float().contiguous(), a.float(), bm, cm,
-                                     chunk_size=chunk, seq_idx=seq_idx)
+    return mamba_ssd(x, dt.float().contiguous(), a.float(), bm, cm, chunk, seq_idx)
+
+
+# mamba_ssm's own autograd.Function calls its Triton kernels in a way torch.compile cannot trace
+# (5 graph breaks in an 8-layer model, its forward loop left to eager); as two custom ops around
+# its forward and backward functions the compiled step keeps one graph (and one CUDA graph).
+@torch.library.custom_op("playground::mamba_ssd", mutates_args=())
+def mamba_ssd(x: torch.Tensor, dt: torch.Tensor, a: torch.Tensor, bm: torch.Tensor,
+              cm: torch.Tensor, chunk: int, seq_idx: torch.Tensor | None) -> torch.Tensor:
+    """y [B, T, H, P] of mamba_ssm's chunked SSD: x [B, T, H, P], dt [B, T, H] fp32 (after the
+    softplus), a [H] fp32, bm and cm [B, T, G, N], seq_idx [B, T] int32 or None."""
+    from mamba_ssm.ops.triton.ssd_combined import _mamba_chunk_scan_combined_fwd
+
+    return _mamba_chunk_scan_combined_fwd(x, dt, a, bm, cm, chunk, seq_idx=seq_idx)[0].contiguous()
+
+
+@mamba_ssd.register_fake
+def _(x, dt, a, bm, cm, chunk, seq_idx):
+    return x.new_empty(x.shape)
+
+
+@torch.library.custom_op("playground::mamba_ssd_bwd", mutates_args=())
+def mamba_ssd_bwd(dy: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, a: torch.Tensor,
+                  bm: torch.Tensor, cm: torch.Tensor, y: torch.Tensor, chunk: int,
+                  seq_idx: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                        torch.Tensor, torch.Tensor]:
+    """Gradients (dx, ddt, da, dbm, dcm) of :func:`mamba_ssd` from dy and its output y, each
+    contiguous in its input's dtype."""
+    from mamba_ssm.ops.triton.ssd_combined import _mamba_chunk_scan_combined_bwd
+
+    grads = _mamba_chunk_scan_combined_bwd(dy, x, dt, a, bm, cm, y, chunk, seq_idx=seq_idx)[:5]
+    return tuple(g.to(v.dtype).contiguous() for g, v in zip(grads, (x, dt, a, bm, cm)))
+
+
+@mamba_ssd_bwd.register_fake
+def _(dy, x, dt, a, bm, cm, y, chunk, seq_idx):
+    return tuple(v.new_empty(v.shape) for v in (x, dt, a, bm, cm))
+
+
+def _mamba_ssd_setup(ctx, inputs, output) -> None:
+    x, dt, a, bm, cm, chunk, seq_idx = inputs
+    ctx.save_for_backward(x, dt, a, bm, cm, output, seq_idx)
+    ctx.chunk = chunk
+
+
+def _mamba_ssd_backward(ctx, dy):
+    x, dt, a, bm, cm, y, seq_idx = ctx.saved_tensors
+    return *mamba_ssd_bwd(dy, x, dt, a, bm, cm, y, ctx.chunk, seq_idx), None, None
+
+
+mamba_ssd.register_autograd(_mamba_ssd_backward, setup_context=_mamba_ssd_setup)
 
 
 def gdn_fla(q, k, v, g, beta, scale: float, autotune: str, resets=None) -> torch.Tensor:

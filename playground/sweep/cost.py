@@ -167,11 +167,12 @@ def _candidates(rows, shape: Shape, kind: str, notes: list[str]) -> list[Row]:
 
 def nearest(rows, shape: Shape) -> Row:
     """The row nearest the run's size and context (size, layers × width², weighs double; ties:
-    the newest measurement)."""
+    the newest measurement; of rows of one size, context and date, the one further down)."""
     def distance(r: Row) -> tuple[float, int]:
         size = abs(math.log(r.layers * r.width**2 / (shape.layers * shape.width**2)))
         return 2 * size + abs(math.log(r.context / shape.context)), -int(r.date.replace("-", ""))
-    return min(rows, key=distance)
+    last = {(r.size, r.context, r.date): r for r in rows}  # each key in its place, its last row
+    return min(last.values(), key=distance)
 
 
 def compute_rate(shape: Shape, rows=None) -> tuple[float, Row, list[str]]:
