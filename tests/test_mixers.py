@@ -500,6 +500,29 @@ def test_the_ssd_kernel_call_keeps_the_compiled_graph_whole(fake_mamba_ssm, recw
                        x * dt[..., None] + cm[:, :, None].sum(-1, keepdim=True))
 
 
+@pytest.mark.parametrize("mixer, canon", [("mamba2", "none"), ("mamba2_noconv1d", "AB_nores")])
+def test_a_mamba2_model_on_mamba_ssm_traces_as_one_graph(fake_mamba_ssm, monkeypatch, mixer,
+                                                         canon):
+    """The whole Mamba2 model, its loop over the blocks included, with its SSD on mamba_ssm and
+    packed examples, traces as one graph: the custom op is opaque to dynamo and nothing around it
+    (conv1d or Canon, the gate, the norm) breaks the graph. On the GPU, with mamba_ssm's
+    autograd.Function called directly, the step was in 8 graphs (5 breaks) and host-bound."""
+    fake_mamba_ssm("",
+                   kernels="def _mamba_chunk_scan_combined_fwd(x, dt, a, b, c, chunk, seq_idx):\n"
+                           "    return x * dt[..., None] + c.sum(-1, keepdim=True), None\n")
+    monkeypatch.setattr(fast, "pick_backend", lambda requested, on_cuda, stateful, order:
+                        "torch" if stateful else "mamba_ssm")
+    cfg = to_objects(compose(["task=depo_tiny", "model=mamba2", f"mixer={mixer}",
+                              f"canon={canon}", "size=2L64D"]))
+    model = build_model(cfg.model, 20)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 20, (2, 24), generator=g)
+    segments = (torch.rand(2, 24, generator=g) < 0.2).long().cumsum(1)
+    assert model.kernel_paths(torch.device("cpu")) == {"mamba2": "mamba_ssm"}
+    explained = torch._dynamo.explain(model)(ids, segments=segments)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
 def test_a_package_whose_kernels_do_not_import_is_not_available(fake_mamba_ssm):
     fake_mamba_ssm("import selective_scan_cuda\n", kernels="import triton_that_is_not_there\n")
     assert not fast.available("mamba_ssm")
