@@ -133,7 +133,7 @@ def test_mamba2_in_one_compiled_graph_is_compute_bound_alone():
     graph): 617k tokens/s alone, the GPU 97-100 % busy. Before (5 graph breaks,
     docs/bench/2026-12-03-h200-r10-mamba2) alone 393k with the GPU 55-87 % busy and two at once
     531k together: those rows, of the same day, stay in the table above the new ones, which the
-    lookup reads; a second run on the GPU is then no gain."""
+    lookup reads; in the estimate a second run on the GPU then gains nothing (not measured)."""
     cfg = compose(["task=depo1", "task.K=4", "task.N=15", "task.context=512", "size=8L512D",
                    "model=mamba2", "mixer=mamba2_noconv1d", "canon=AB_nores", "train=paper",
                    "train.batch_size=64", "train.steps=10000", "train.eval_every=2000",

@@ -288,6 +288,7 @@ def mamba_ssd(x: torch.Tensor, dt: torch.Tensor, a: torch.Tensor, bm: torch.Tens
               cm: torch.Tensor, chunk: int, seq_idx: torch.Tensor | None) -> torch.Tensor:
     """y [B, T, H, P] of mamba_ssm's chunked SSD: x [B, T, H, P], dt [B, T, H] fp32 (after the
     softplus), a [H] fp32, bm and cm [B, T, G, N], seq_idx [B, T] int32 or None."""
+    # imported by available() already (past the package's __init__ where that fails)
     from mamba_ssm.ops.triton.ssd_combined import _mamba_chunk_scan_combined_fwd
 
     return _mamba_chunk_scan_combined_fwd(x, dt, a, bm, cm, chunk, seq_idx=seq_idx)[0].contiguous()
