@@ -440,6 +440,11 @@ def test_the_model_reports_each_mixers_path(monkeypatch, installed, expected):
                        V).kernel_paths(torch.device("cuda")) == {}  # SDPA
 
 
+# a stand-in for mamba_ssm's SSD forward (plain torch): y = x·dt + the sum of C
+PLAIN_SSD_FWD = ("def _mamba_chunk_scan_combined_fwd(x, dt, a, b, c, chunk, seq_idx):\n"
+                 "    return x * dt[..., None] + c.sum(-1, keepdim=True), None\n")
+
+
 @pytest.fixture
 def fake_mamba_ssm(tmp_path, monkeypatch):
     """Makes a stand-in mamba_ssm package on sys.path — ``init`` as its __init__, ``kernels`` as
@@ -482,9 +487,7 @@ def test_the_ssd_kernel_call_keeps_the_compiled_graph_whole(fake_mamba_ssm, recw
     call, after a trace through the cached kernel check and autotune restriction; mamba_ssm's own
     autograd.Function broke it at every layer, hence the custom ops). The stand-in kernel functions
     are plain torch, so any break would be ours."""
-    fake_mamba_ssm("import selective_scan_cuda\n",
-                   kernels="def _mamba_chunk_scan_combined_fwd(x, dt, a, b, c, chunk, seq_idx):\n"
-                           "    return x * dt[..., None] + c.sum(-1, keepdim=True), None\n")
+    fake_mamba_ssm("import selective_scan_cuda\n", kernels=PLAIN_SSD_FWD)
 
     def forward(x, dt, a, bm, cm):  # as Mamba2's: the backend is chosen, then called
         return (fast.ssd_mamba(x, dt, a, bm, cm, 64, "restricted")
@@ -507,9 +510,7 @@ def test_a_mamba2_model_on_mamba_ssm_traces_as_one_graph(fake_mamba_ssm, monkeyp
     packed examples, traces as one graph: the custom op is opaque to dynamo and nothing around it
     (conv1d or Canon, the gate, the norm) breaks the graph. On the GPU, with mamba_ssm's
     autograd.Function called directly, the step was in 8 graphs (5 breaks) and host-bound."""
-    fake_mamba_ssm("",
-                   kernels="def _mamba_chunk_scan_combined_fwd(x, dt, a, b, c, chunk, seq_idx):\n"
-                           "    return x * dt[..., None] + c.sum(-1, keepdim=True), None\n")
+    fake_mamba_ssm("", kernels=PLAIN_SSD_FWD)
     monkeypatch.setattr(fast, "pick_backend", lambda requested, on_cuda, stateful, order:
                         "torch" if stateful else "mamba_ssm")
     cfg = to_objects(compose(["task=depo_tiny", "model=mamba2", f"mixer={mixer}",
