@@ -286,7 +286,12 @@ def test_training_under_cuda_graphs_matches_compiled_training(kind):
     """``train.compile_mode=reduce-overhead`` (CUDA graphs; the performance table's GLA and Mamba2
     rows, and Llama + Canon-ABCD, fig7's model, whose mini step it speeds ×1.24 alone) trains as
     the plainly compiled model does: the same losses over four steps (packed documents with
-    resets included) and the same weights after them."""
+    resets included) and weights after them as close as the plainly compiled model's are to eager's.
+    Two correct computations of one step differ in rounding, which Adam's normalised updates carry
+    into the weights: Mamba2's updates under CUDA graphs are 2.1 % off the compiled ones and those
+    4.9 % off eager (mamba_ssm's atomic adds alone 0.3 % run to run; H200, 2026-12-03,
+    docs/bench/2026-12-03-h200-mamba2-cudagraphs); a graph replayed on stale buffers is off by far
+    more."""
     from playground.config import ModelConfig, TrainConfig
     from playground.model import build_model
     from playground.run.loop import compiled, make_optimizer, train_step
@@ -302,8 +307,9 @@ def test_training_under_cuda_graphs_matches_compiled_training(kind):
     flat = lambda model: torch.cat([p.detach().flatten().float()  # noqa: E731
                                     for p in model.parameters()])
     losses, updates = {}, {}
-    for mode in ("default", "reduce-overhead"):
-        t = TrainConfig(compile=True, compile_mode=mode, batch_size=4, lr=1e-3)
+    for mode in ("default", "reduce-overhead", "eager"):
+        t = TrainConfig(compile=mode != "eager", batch_size=4, lr=1e-3,
+                        compile_mode="default" if mode == "eager" else mode)
         model = build_model(cfg, 50, seed=0).cuda()
         before, step, opt = flat(model), compiled(model, t), make_optimizer(model, t)
         losses[mode] = [train_step(step, opt, tok, mask, seg, t, torch.device("cuda"))[0].item()
@@ -311,4 +317,5 @@ def test_training_under_cuda_graphs_matches_compiled_training(kind):
         updates[mode] = flat(model) - before
         torch._dynamo.reset()
     assert losses["default"] == pytest.approx(losses["reduce-overhead"], rel=2e-3), losses
-    assert rel_err(updates["reduce-overhead"], updates["default"]) < 2e-2
+    rounding = rel_err(updates["eager"], updates["default"])
+    assert rel_err(updates["reduce-overhead"], updates["default"]) < max(2e-2, rounding), rounding
