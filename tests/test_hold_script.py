@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -65,3 +66,26 @@ def test_no_launch_with_less_than_min_launch_s_left(tmp_path):
         time.sleep(0.1)
     text = report.read_text()
     assert "2 passed, 1 deselected" in text and text.rstrip().endswith("pytest exit 0"), text
+
+
+@pytest.mark.slow
+def test_a_run_finished_when_the_launch_ends_comes_back_with_the_call(tmp_path, monkeypatch):
+    """The call packs once more when the launch is done, without waiting for the packer's round:
+    here the packer never runs (PACK_S beyond the call), and runs.tgz in OUT still holds the
+    finished record (its checkpoints left out) and logs.tgz the run's log."""
+    run = tmp_path / "repo" / "results" / "x" / "run_a"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "summary.json").write_text('{"status": "finished"}')
+    (run / "train.log").write_text("step 1\n")
+    (run / "checkpoints" / "last.pt").write_text("weights")
+    later = time.time() + 3600  # written after the call's start, as a run's record is
+    for f in (run / "summary.json", run / "train.log"):
+        os.utime(f, (later, later))
+    monkeypatch.setenv("PACK_S", "1000")
+    hold(tmp_path, 400, ["fig7", *DRY])
+    with tarfile.open(tmp_path / "out" / "runs.tgz") as t:
+        names = t.getnames()
+    assert "results/x/run_a/summary.json" in names and not any("checkpoints/" in n for n in names)
+    with tarfile.open(tmp_path / "out" / "logs.tgz") as t:
+        assert "results/x/run_a/train.log" in t.getnames()
+    assert not list((tmp_path / "hold" / "report").glob(".*.tgz"))  # no half-written archive left

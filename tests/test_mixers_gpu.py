@@ -290,8 +290,8 @@ def test_training_under_cuda_graphs_matches_compiled_training(kind):
     Two correct computations of one step differ in rounding, which Adam's normalised updates carry
     into the weights: Mamba2's updates under CUDA graphs are 2.1 % off the compiled ones and those
     4.9 % off eager (mamba_ssm's atomic adds alone 0.3 % run to run; H200, 2026-12-03,
-    docs/bench/2026-12-03-h200-mamba2-cudagraphs); a graph replayed on stale buffers is off by far
-    more."""
+    docs/bench/2026-12-03-h200-mamba2-cudagraphs); a graph replayed on stale buffers computes
+    another step, not a rounding of this one."""
     from playground.config import ModelConfig, TrainConfig
     from playground.model import build_model
     from playground.run.loop import compiled, make_optimizer, train_step

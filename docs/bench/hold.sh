@@ -10,10 +10,11 @@
 #   each --then, a further sweep, launched when the one before has ended, with the deadline then left
 #   (none when less than MIN_LAUNCH_S, default 120 s): a launch that ends early leaves its time to
 #   the next, in the same hold, with no machine start between. Beside
-#   it a packer, every 20 s: the finished new run records under results/ (checkpoints left out)
-#   into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
+#   it a packer, every PACK_S s (default 20): the finished new run records under results/ (checkpoints
+#   left out) into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
 # both: copy the report folder to $OUT (default /tmp/hold/out) every 10 s until SECONDS have
-#   passed or the launch is done, then print the launch's last lines and each new run's last
+#   passed or the launch is done (then one more packing round at once, so a run that ends in the call
+#   comes back with its answer: a run short enough can take one call, no call boundary in its way), then print the launch's last lines and each new run's last
 #   training row. poll on a machine without a launch (the hold was lost): say so, exit 3.
 # Run the dry run first, here: the same SWEEP ARG ... with gpus=<the machine's> deadline=<s>
 # dry_run=true. Records: copy this call sequence into the dated folder of the campaign.
@@ -28,7 +29,7 @@
 set -u
 T=${HOLD_TMP:-/tmp}  # the folders below; HOLD_TMP: elsewhere (a trial, a test)
 ROOT=$T/hold R=$T/hold/report HEAD=$T/head END=$T/hold_end
-MARGIN_S=${MARGIN_S:-60} MIN_LAUNCH_S=${MIN_LAUNCH_S:-120}
+MARGIN_S=${MARGIN_S:-60} MIN_LAUNCH_S=${MIN_LAUNCH_S:-120} PACK_S=${PACK_S:-20}
 OUT=${OUT:-$ROOT/out}
 end=$((SECONDS + $2))
 export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
@@ -75,13 +76,19 @@ EOS
   fi
   setsid nohup bash -c "bash $ROOT/launch.sh >> $R/launch.log 2>&1; touch $ROOT/done" \
     > /dev/null 2>&1 < /dev/null &
-  setsid nohup bash -c 'cd '$HEAD'; while sleep 20; do
-    done=$(find results -name summary.json -newer '$ROOT'/marker \
-           -exec grep -l "\"status\": \"finished\"" {} + 2> /dev/null | xargs -r -n1 dirname)
-    [ -n "$done" ] && tar czf '$R'/.runs.tgz --exclude=checkpoints $done 2> /dev/null &&
-      mv '$R'/.runs.tgz '$R'/runs.tgz
-    logs=$(find results \( -path "*/.*logs/*" -o -name train.log \) -newer '$ROOT'/marker 2> /dev/null)
-    [ -n "$logs" ] && tar czf '$R'/.logs.tgz $logs 2> /dev/null && mv '$R'/.logs.tgz '$R'/logs.tgz
+  # one packing round (run by the packer every PACK_S s and once more when the launch is done); each
+  # round writes its archives under names of its own, then renames them, so two rounds never clash
+  cat > $ROOT/pack.sh << EOS
+cd $HEAD || exit 1
+done=\$(find results -name summary.json -newer $ROOT/marker \\
+       -exec grep -l '"status": "finished"' {} + 2> /dev/null | xargs -r -n1 dirname)
+[ -n "\$done" ] && tar czf $R/.runs.\$\$.tgz --exclude=checkpoints \$done 2> /dev/null &&
+  mv $R/.runs.\$\$.tgz $R/runs.tgz
+logs=\$(find results \\( -path "*/.*logs/*" -o -name train.log \\) -newer $ROOT/marker 2> /dev/null)
+[ -n "\$logs" ] && tar czf $R/.logs.\$\$.tgz \$logs 2> /dev/null && mv $R/.logs.\$\$.tgz $R/logs.tgz
+rm -f $R/.runs.\$\$.tgz $R/.logs.\$\$.tgz
+EOS
+  setsid nohup bash -c 'while sleep '$PACK_S'; do bash '$ROOT'/pack.sh
     nvidia-smi --query-gpu=utilization.gpu,memory.used,power.draw,clocks.sm --format=csv,noheader \
       >> '$R'/smi.csv 2> /dev/null; uptime >> '$R'/load.txt
   done' > /dev/null 2>&1 < /dev/null &
@@ -89,7 +96,7 @@ EOS
   cd - > /dev/null
 fi
 while [ $SECONDS -lt $end ] && [ ! -e $ROOT/done ]; do sleep 10; cp $R/* "$OUT"/ 2> /dev/null; done
-[ -e $ROOT/done ] && [ $SECONDS -le $((end - 25)) ] && sleep 25  # the packer's last round
+[ -e $ROOT/done ] && bash $ROOT/pack.sh  # the launch's last records, at once
 cp $R/* "$OUT"/ 2> /dev/null
 tail -15 $R/launch.log
 find $HEAD/results -name metrics.jsonl -newer $ROOT/marker 2> /dev/null | while read -r f; do
