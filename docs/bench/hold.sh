@@ -13,7 +13,7 @@
 #   it a packer, every PACK_S s (default 20): the finished new run records under results/ (checkpoints
 #   left out) into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
 # both: copy the report folder to $OUT (default /tmp/hold/out) every 10 s until SECONDS have
-#   passed or the launch is done (then one more packing round at once, so a run that ends in the call
+#   passed or the launch is done (seen within a second; then one more packing round at once, so a run that ends in the call
 #   comes back with its answer: a run short enough can take one call, no call boundary in its way), then print the launch's last lines and each new run's last
 #   training row. poll on a machine without a launch (the hold was lost): say so, exit 3.
 # Run the dry run first, here: the same SWEEP ARG ... with gpus=<the machine's> deadline=<s>
@@ -95,7 +95,10 @@ EOS
   echo $! > $ROOT/packer.pid
   cd - > /dev/null
 fi
-while [ $SECONDS -lt $end ] && [ ! -e $ROOT/done ]; do sleep 10; cp $R/* "$OUT"/ 2> /dev/null; done
+i=0  # the launch's end seen within a second; the report copied out every 10 s
+while [ $SECONDS -lt $end ] && [ ! -e $ROOT/done ]; do
+  sleep 1; i=$((i + 1)); [ $((i % 10)) = 0 ] && cp $R/* "$OUT"/ 2> /dev/null
+done
 [ -e $ROOT/done ] && bash $ROOT/pack.sh  # the launch's last records, at once
 cp $R/* "$OUT"/ 2> /dev/null
 tail -15 $R/launch.log
