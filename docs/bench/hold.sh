@@ -13,8 +13,9 @@
 #   it a packer, every PACK_S s (default 20): the finished new run records under results/ (checkpoints
 #   left out) into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
 # both: copy the report folder to $OUT (default /tmp/hold/out) every 10 s until SECONDS have
-#   passed or the launch is done (seen within a second; then one more packing round at once, so a run that ends in the call
-#   comes back with its answer: a run short enough can take one call, no call boundary in its way), then print the launch's last lines and each new run's last
+#   passed or the launch is done (seen within a second; then one more packing round at once, so a
+#   run that ends in the call comes back with its answer: a run short enough can take one call, no
+#   call boundary in its way), then print the launch's last lines and each new run's last
 #   training row. poll on a machine without a launch (the hold was lost): say so, exit 3.
 # Run the dry run first, here: the same SWEEP ARG ... with gpus=<the machine's> deadline=<s>
 # dry_run=true. Records: copy this call sequence into the dated folder of the campaign.
