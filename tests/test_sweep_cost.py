@@ -93,6 +93,25 @@ def test_estimate_arithmetic_with_floor_and_sharing():
     assert big.gpu_s == pytest.approx(100 * 64 * 512 / 1_000_000 + 30 + 45)
 
 
+def test_the_floor_is_the_tightest_row_per_block_for_every_size():
+    """Every floor row bounds the host-bound step from above (a compute-bound run or runs sharing
+    a GPU only over-state it), so the smallest step per block holds at every size: the row
+    nearest an 8L768D run must not give it a floor below an 8L512D run's."""
+    loose = Row("llama", False, "8L512D", 512, 64, 1_000_000, "floor", *H200, "a")  # 4.1 ms a block
+    tight = Row("llama", False, "12L512D", 512, 64, 1_500_000, "floor", *H200, "b")  # 1.8 ms
+    rows = ROWS + (loose, tight)
+    per_block = 64 * 512 / 1_500_000 / 12
+    for size in (dict(layers=8, width=512, blocks=8), dict(layers=8, width=768, blocks=8)):
+        step, row, _ = floor_step(shape(canon=False, **size), rows)
+        assert row is tight and step == pytest.approx(8 * per_block)
+    step, row, _ = floor_step(shape(canon=False, layers=12, width=768, blocks=12), rows)
+    assert step == pytest.approx(12 * per_block)
+    # a floor measured with CUDA graphs is not one without them, however tight
+    graphs = Row("llama", False, "8L512D", 512, 64, 9_000_000, "floor", "reduce-overhead",
+                 "H200", "2026-11-26", "c")
+    assert floor_step(shape(canon=False), rows + (graphs,))[1] is tight
+
+
 def test_fallbacks_are_stated_never_silent():
     unknown = estimate(shape(backbone="scan"), 1, ROWS)
     assert unknown.tokens_per_s == 1_000_000  # Llama's row

@@ -6,9 +6,10 @@ One run's estimate, in GPU-seconds (``estimate``):
 - **step** = the longer of its compute time and its floor. Compute time: the step's tokens
   (batch × context) ÷ the tokens/s of the nearest ``compute`` row of its backbone and Canon
   setting, scaled by FLOPs per token (``flops_per_token``) where the row's size or context
-  differ. Floor: the step time per block of the backbone's ``floor`` row (a small, host-bound
-  step) × the run's blocks; runs sharing a GPU (``per_gpu``) overlap their floors, so each pays
-  floor ÷ ``per_gpu`` of GPU time;
+  differ. Floor: the smallest step time per block of the backbone's ``floor`` rows (each a
+  small, host-bound step, or an upper bound on one: a compute-bound run, runs sharing a GPU; the
+  host's launches per block, which the model's width does not change) × the run's blocks; runs
+  sharing a GPU (``per_gpu``) overlap their floors, so each pays floor ÷ ``per_gpu`` of GPU time;
 - **training** = steps × step;
 - **overhead** = start-up and compilation + its evaluations (``COMPILE_S``, ``EVAL_S``, read
   off the run records of ``results/mini/runs``), ÷ ``per_gpu`` for runs sharing a GPU.
@@ -197,21 +198,24 @@ def compute_rate(shape: Shape, rows=None) -> tuple[float, Row, list[str]]:
 
 
 def floor_step(shape: Shape, rows=None) -> tuple[float, Row | None, list[str]]:
-    """Seconds below which the run's step does not go: the ``floor`` row's step time per block ×
-    the run's blocks, with its row and notes; 0 (and a note) where the backbone has none."""
+    """Seconds below which the run's step does not go: the smallest step time per block of the
+    ``floor`` rows × the run's blocks, with its row and notes; 0 (and a note) where the backbone
+    has none. Every row bounds the floor from above, so the tightest holds for every size (the
+    nearest row's would let a larger model's floor come out below a smaller one's)."""
     notes: list[str] = []
     found = _candidates(rows or load_rows(), shape, "floor", notes)
     # a floor is the host's launches per step: one measured with CUDA graphs says nothing of a
     # step without them, nor the other way round
     graphs = shape.compile_mode in CUDAGRAPH_MODES
-    if found and not [r for r in found if (r.compile_mode in CUDAGRAPH_MODES) == graphs]:
+    alike = [r for r in found if (r.compile_mode in CUDAGRAPH_MODES) == graphs]
+    if found and not alike:
         return 0.0, None, [f"no small-step floor measured for {shape.backbone} "
                            f"{'with' if graphs else 'without'} CUDA graphs: steps taken as "
                            "compute-bound"]
     if not found:
         return 0.0, None, [f"no small-step floor measured for {shape.backbone}: steps taken as "
                            "compute-bound (an underestimate for steps of few tokens)"]
-    row = nearest(found, shape)
+    row = min(alike, key=lambda r: r.step_s / r.blocks)
     return row.step_s / row.blocks * shape.blocks, row, notes
 
 
