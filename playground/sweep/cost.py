@@ -208,13 +208,13 @@ def floor_step(shape: Shape, rows=None) -> tuple[float, Row | None, list[str]]:
     # step without them, nor the other way round
     graphs = shape.compile_mode in CUDAGRAPH_MODES
     alike = [r for r in found if (r.compile_mode in CUDAGRAPH_MODES) == graphs]
-    if found and not alike:
-        return 0.0, None, [f"no small-step floor measured for {shape.backbone} "
-                           f"{'with' if graphs else 'without'} CUDA graphs: steps taken as "
-                           "compute-bound"]
     if not found:
         return 0.0, None, [f"no small-step floor measured for {shape.backbone}: steps taken as "
                            "compute-bound (an underestimate for steps of few tokens)"]
+    if not alike:
+        return 0.0, None, [f"no small-step floor measured for {shape.backbone} "
+                           f"{'with' if graphs else 'without'} CUDA graphs: steps taken as "
+                           "compute-bound"]
     row = min(alike, key=lambda r: r.step_s / r.blocks)
     return row.step_s / row.blocks * shape.blocks, row, notes
 
