@@ -204,13 +204,13 @@ def floor_step(shape: Shape, rows=None) -> tuple[float, Row | None, list[str]]:
     nearest row's would let a larger model's floor come out below a smaller one's)."""
     notes: list[str] = []
     found = _candidates(rows or load_rows(), shape, "floor", notes)
+    if not found:
+        return 0.0, None, [f"no small-step floor measured for {shape.backbone}: steps taken as "
+                           "compute-bound (an underestimate for steps of few tokens)"]
     # a floor is the host's launches per step: one measured with CUDA graphs says nothing of a
     # step without them, nor the other way round
     graphs = shape.compile_mode in CUDAGRAPH_MODES
     alike = [r for r in found if (r.compile_mode in CUDAGRAPH_MODES) == graphs]
-    if not found:
-        return 0.0, None, [f"no small-step floor measured for {shape.backbone}: steps taken as "
-                           "compute-bound (an underestimate for steps of few tokens)"]
     if not alike:
         return 0.0, None, [f"no small-step floor measured for {shape.backbone} "
                            f"{'with' if graphs else 'without'} CUDA graphs: steps taken as "
