@@ -657,7 +657,9 @@ def check_group_options(args: list[str]) -> None:
             continue
         if group.startswith("hydra/"):
             continue
-        options = sorted({p.stem for p in (CONF_DIR / group).glob("*.yaml")}
+        folder = CONF_DIR / group  # options in sub-folders too: size=mqar/w64
+        options = sorted({p.relative_to(folder).with_suffix("").as_posix()
+                          for p in folder.rglob("*.yaml")}
                          | {n.removesuffix(".yaml") for n in store.get(group, {})})
         if name not in options:
             message = _missing_option(f"Could not find '{group}/{name}'\n\n"

@@ -62,7 +62,10 @@ def test_keys_no_schema_has_are_refused_with_the_nearest_key():
     with pytest.raises(ConfigError, match=r"did you mean task=depo_tiny\?"):
         compose(["task=depo_tny"])
     check_group_options(["task=depo_tiny", "mixer=rope,nope", "train.lr=1e-3",
-                         "size=8L512D"])  # fine
+                         "size=8L512D", "size=mqar/w64", "size=capo/2-2"])  # fine: sub-folders too
+    with pytest.raises(ConfigError, match=r"size=mqar/w65 is not an option of size; "
+                                          r"did you mean size=mqar/w64\?"):
+        check_group_options(["size=mqar/w65"])
 
 
 def test_composer_is_compose_for_every_seed(tmp_path):

@@ -54,6 +54,11 @@ def summaries(root: Path) -> dict[str, dict]:
 
 
 def test_every_sweep_file_expands_at_every_scale():
+    """Each sweep file expands at each of its scales, and every run's options pass the check
+    each run makes of its command line first (``size=mqar/w64``: an option in a sub-folder)."""
+    from playground.config import check_group_options
+
+    args = set()
     for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
         # the findings file (tests/test_findings.py)
         if "findings" in yaml.safe_load(path.read_text()):
@@ -67,6 +72,8 @@ def test_every_sweep_file_expands_at_every_scale():
                                                    f"out_dir=results/{path.stem}_{scale}/"
                                                    "${run_name}"]
                                         for r in sweep.runs())
+            args.update(arg for run in sweep.runs() for arg in run)
+    check_group_options(sorted(args))
 
 
 @pytest.mark.slow
