@@ -652,12 +652,11 @@ def check_group_options(args: list[str]) -> None:
     store = ConfigStore.instance().repo
     for arg in args:
         group, sep, name = arg.lstrip("+~").partition("=")
-        if (not sep or not (CONF_DIR / group).is_dir() or not name
+        folder = CONF_DIR / group
+        if (not sep or not folder.is_dir() or not name or group.startswith("hydra/")
                 or any(c in name for c in ",${}[]()")):
             continue
-        if group.startswith("hydra/"):
-            continue
-        folder = CONF_DIR / group  # options in sub-folders too: size=mqar/w64
+        # options in sub-folders too: size=mqar/w64
         options = sorted({p.relative_to(folder).with_suffix("").as_posix()
                           for p in folder.rglob("*.yaml")}
                          | {n.removesuffix(".yaml") for n in store.get(group, {})})
