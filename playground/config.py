@@ -600,24 +600,50 @@ def compose(overrides: list[str], config_name: str = "config") -> DictConfig:
 
 
 class Composer:
-    """:func:`compose` for the many runs of a sweep, each composed once for all its seeds:
-    ``seed`` is a plain value (no config group), so seed s's config is a copy of the seedless
-    composition with ``seed`` set to s, its interpolations (run name, ``out_dir``) resolving
-    lazily. A copy takes ~4 ms where composing takes ~0.2 s."""
+    """:func:`compose` for the many runs of a sweep: runs whose overrides differ only in plain
+    values (``seed=1``, ``task.N=15``, ``train.lr=1e-3``: keys that name no config group) share
+    one composition of the rest, and each run gets a copy with its values set as Hydra sets them
+    (after the defaults are composed, in their order, struct mode on). A copy with its values
+    takes ~2 ms where composing takes ~0.2-0.3 s. A run that fails this way is composed whole,
+    so that its error is Hydra's own."""
 
     def __init__(self):
-        self._seedless: dict[tuple[str, ...], DictConfig] = {}
+        self._shared: dict[tuple[str, ...], DictConfig] = {}
 
     def __call__(self, overrides: list[str]) -> DictConfig:
-        seeds = [o for o in overrides if o.startswith("seed=")]
-        if len(seeds) != 1 or not seeds[0].removeprefix("seed=").isdigit():
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        register()
+        check_removed_keys(overrides)
+        overrides = plugin_overrides(overrides)
+        try:
+            parsed = OverridesParser.create().parse_overrides(overrides)
+            values = [p for p in parsed if _plain_value(p)]
+            rest = tuple(p.input_line for p in parsed if not _plain_value(p))
+            if rest not in self._shared:
+                self._shared[rest] = compose(list(rest))
+            cfg = copy.deepcopy(self._shared[rest])
+            for value in values:  # as Hydra sets a value on the composed config, struct mode on
+                OmegaConf.update(cfg, value.key_or_group, value.value(), merge=True)
+            return cfg
+        except Exception:  # noqa: BLE001 (composed whole: Hydra's result or its own error)
             return compose(overrides)
-        rest = tuple(o for o in overrides if o not in seeds)
-        if rest not in self._seedless:
-            self._seedless[rest] = compose(overrides)
-        cfg = copy.deepcopy(self._seedless[rest])
-        cfg.seed = int(seeds[0].removeprefix("seed="))
-        return cfg
+
+
+def _plain_value(override) -> bool:
+    """Whether a parsed Hydra override is a plain value (``key=value``: no ``+``/``~``, no
+    package, no sweep, its key neither a config group of conf/ or the ConfigStore nor Hydra's
+    own ``hydra…``): Hydra sets these on the config composed from the others."""
+    from hydra.core.override_parser.types import OverrideType
+
+    key = override.key_or_group
+    if (override.type is not OverrideType.CHANGE or override.package is not None
+            or override.is_sweep_override() or key.startswith("hydra")):
+        return False
+    node = ConfigStore.instance().repo
+    for part in key.split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return not (isinstance(node, dict) or (CONF_DIR / key).is_dir())
 
 
 def plugin_overrides(args: list[str]) -> list[str]:

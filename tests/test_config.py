@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -68,23 +70,36 @@ def test_keys_no_schema_has_are_refused_with_the_nearest_key():
         check_group_options(["size=mqar/w65"])
 
 
-def test_composer_is_compose_for_every_seed(tmp_path):
-    """A sweep's runs are composed once for all their seeds: each seed's config, resolved, is
-    what composing it whole gives (run name and out_dir included), and a copy of its own; a run
-    without one plain seed is composed whole."""
-    base = ["task=mqar_tiny", "size=2L64D", "canon=ABCD", f"out_dir={tmp_path}/${{run_name}}"]
+def test_composer_is_compose_for_runs_that_differ_in_values(tmp_path):
+    """A sweep's runs that differ only in plain values (a seed, task.N, a list, a bool, a key
+    given twice, the run's out_dir with its interpolation) share one composition: each run's
+    config, resolved, is what composing it whole gives (run name and out_dir included), and a
+    copy of its own; other group choices compose anew; a value the composed config refuses gives
+    compose's own error."""
+    def run(seed, n, lr):
+        return ["task=depo_tiny", f"seed={seed}", "size=2L64D", f"task.N={n}", "canon=ABCD",
+                f"train.lr={lr}", "train.steps=7", "train.length_scales=[1,2]",
+                "train.compile=false", "train.steps=9", f"out_dir={tmp_path}/${{run_name}}"]
+
     composer = Composer()
-    seen = []
-    for seed in (2, 0, 7):
-        overrides = [*base[:2], f"seed={seed}", *base[2:]]
-        cfg = composer(overrides)
+    runs = [run(2, 16, 1e-3), run(0, 12, 3e-3), run(7, 20, 1e-3)]
+    configs = [composer(r) for r in runs]
+    assert len(composer._shared) == 1
+    for overrides, cfg in zip(runs, configs):
         mine = OmegaConf.to_container(cfg, resolve=True)
         assert mine == OmegaConf.to_container(compose(overrides), resolve=True)
-        assert mine["out_dir"].endswith(f"_s{seed}")
-        seen.append(cfg)
-    assert [c.seed for c in seen] == [2, 0, 7]  # copies: a later seed leaves earlier ones alone
-    assert len(composer._seedless) == 1
-    assert composer(base).seed == compose(base).seed and len(composer._seedless) == 1
+        assert mine["train"]["steps"] == 9 and mine["out_dir"].endswith(f"_s{cfg.seed}")
+    # copies: a later run leaves earlier ones alone
+    assert [(c.seed, c.task.N) for c in configs] == [(2, 16), (0, 12), (7, 20)]
+    other = ["task=depo_tiny", "seed=1", "size=2L128D", "canon=AB"]
+    assert (OmegaConf.to_container(composer(other), resolve=True)
+            == OmegaConf.to_container(compose(other), resolve=True))
+    assert len(composer._shared) == 2
+    for bad in ["train.stepz=5", "task.N=abc", "seed=1,2"]:
+        with pytest.raises(ConfigError) as whole:
+            compose([*runs[0], bad])
+        with pytest.raises(ConfigError, match=re.escape(str(whole.value))):
+            composer([*runs[0], bad])
 
 
 @pytest.mark.parametrize("setting", ["model.canon.kernel=3", "model.canon.residual=false",

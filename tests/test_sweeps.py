@@ -77,6 +77,28 @@ def test_every_sweep_file_expands_at_every_scale():
 
 
 @pytest.mark.slow
+def test_a_sweep_composes_each_run_as_composing_it_whole():
+    """Each sweep file's runs as a sweep composes them (``config.Composer``: runs that differ
+    only in plain values share one composition) are, resolved, what composing each whole gives:
+    the first two runs and the last of every file at every scale (most of them share)."""
+    from omegaconf import OmegaConf
+
+    from playground.config import Composer
+
+    files, reused = 0, 0
+    for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
+        if "findings" in yaml.safe_load(path.read_text()):
+            continue
+        for scale in yaml.safe_load(path.read_text())["scales"]:
+            runs, composer = load_sweep(path, scale).runs(), Composer()
+            for overrides in [*runs[:2], runs[-1]]:
+                assert (OmegaConf.to_container(composer(overrides), resolve=True)
+                        == OmegaConf.to_container(compose(overrides), resolve=True)), overrides
+            files, reused = files + 1, reused + 3 - len(composer._shared)
+    assert files > 20 and reused > 10, (files, reused)
+
+
+@pytest.mark.slow
 def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
