@@ -286,11 +286,14 @@ def test_a_local_launch_skips_finished_runs_before_the_deadline_sees_them(
 @pytest.mark.parametrize("how", ["launcher=local", "launcher=basic", "dry_run=true"])
 def test_an_override_no_run_can_take_is_refused_before_anything(tmp_path, capsys, how):
     """An override of the command line that no run of the sweep can take (a misspelt key, a size
-    no option has) is one error naming it, before anything is launched or written, not one
-    'not launched' line per run: with the local launcher, Hydra's and a dry run alike."""
+    no option has, a value the run's own checks refuse, a key no schema has) is one error naming
+    it, before anything is launched or written, not one 'not launched' line per run: with the
+    local launcher, Hydra's and a dry run alike."""
     from playground.sweep.cli import main
 
-    for bad, named in (("sizes=2L64D", "'sizes'"), ("size=2L65D", "size=2L65D")):
+    for bad, named in (("sizes=2L64D", "'sizes'"), ("size=2L65D", "size=2L65D"),
+                       ("train.lr=-1", "train.lr=-1.0 is invalid"),
+                       ("+train.stepz=3", "train.stepz is not a config key")):
         with pytest.raises(SystemExit) as stop:
             main(["mqar", "scale=cpu", bad, how, f"root={tmp_path}/r"])
         err = capsys.readouterr().err
@@ -672,3 +675,22 @@ def test_the_guard_takes_a_runs_floor_from_its_estimate(tmp_path):
     floor = cost.floor_step(shape)[0]
     assert slots.floor(runs[0]) == slots.floor(runs[1]) == floor
     assert floor > shape.batch * shape.context / cost.compute_rate(shape)[0] > 0
+
+
+def test_a_sweep_checks_each_runs_config_before_it_launches_any(capsys):
+    """Each run's config gets the checks its run makes first that need no device
+    (``train.checked_config``), before anything is launched: a Canon setting on the variants
+    without Canon layers, or a context too short for the task's longest example, marks those runs
+    not launchable, with the run's own error; the others are planned as before."""
+    from playground.sweep.cli import dry_run
+
+    runs = [["task=mqar_tiny", "size=2L64D", f"canon={canon}", "model.canon.kernel=3", "seed=0",
+             f"out_dir=/nonexistent/{canon}"] for canon in ("none", "B")]
+    runs.append(["task=depo_tiny", "size=2L64D", "task.N=16", "task.context=64", "seed=0",
+                 "out_dir=/nonexistent/short"])
+    planned = launch.plan(runs)
+    assert planned[1].error is None and planned[1].config.model.canon.kernel == 3
+    assert "model.canon.kernel=3 is invalid" in planned[0].error
+    assert re.search(r"task.context=64 is invalid: expected at least \d+ tokens", planned[2].error)
+    dry_run(None, runs, "local")
+    assert "1 of 3 runs to do (0 finished, 2 not launchable)" in capsys.readouterr().out

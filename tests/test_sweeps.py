@@ -99,6 +99,34 @@ def test_a_sweep_composes_each_run_as_composing_it_whole():
 
 
 @pytest.mark.slow
+def test_every_sweep_files_runs_pass_the_checks_a_launch_makes_of_each_run():
+    """Every sweep file's runs at every scale pass the checks a launch makes of each run before
+    it starts any (``train.checked_config``: values, the task's longest example against
+    ``task.context``): one run for each distinct task and data setting of a file (what the fit of
+    examples depends on), with the rest of its first run's overrides."""
+    from playground.config import Composer
+    from playground.run.train import checked_config
+
+    checked = 0
+    for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
+        if "findings" in yaml.safe_load(path.read_text()):
+            continue
+        for scale in yaml.safe_load(path.read_text())["scales"]:
+            seen, composer = set(), Composer()
+            for run in load_sweep(path, scale).runs():
+                key = tuple(o for o in run if o.startswith(("task", "data", "train.length")))
+                if key not in seen:
+                    seen.add(key)
+                    try:
+                        checked_config(composer(run))
+                    except ConfigError as err:
+                        raise AssertionError(f"{path.name} scale={scale}: {' '.join(run)}: "
+                                             f"{err}") from None
+                    checked += 1
+    assert checked > 100, checked
+
+
+@pytest.mark.slow
 def test_cpu_sweep_kill_rerun_and_heatmap(tmp_path):
     proc = subprocess.Popen(SWEEP, cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

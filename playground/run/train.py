@@ -135,17 +135,24 @@ def finished_summary(out: Path) -> dict | None:
     return None
 
 
-def checked(dcfg: DictConfig, warn: bool = True) -> tuple[Config, Task, list[Task]]:
-    """Every check a run makes before anything is written (:func:`preflight` makes them before
-    Hydra makes the run directory; a multirun's job for its own point): the config's values, the
-    task's examples against ``task.context``, the longer tasks of ``train.length_scales``, the
-    device, and the memory the run needs (``budget.check_memory``: refused beyond the device's
-    whole memory; beyond what is free, a warning, printed if ``warn``). Returns the typed config,
-    the task and the longer tasks."""
+def checked_config(dcfg: DictConfig) -> tuple[Config, Task, list[Task]]:
+    """The checks of a run that need no device (a sweep makes them of every run before it
+    launches any, ``sweep.launch.plan``): the config's values, the task's examples against
+    ``task.context``, the longer tasks of ``train.length_scales``. Returns the typed config, the
+    task and the longer tasks."""
     cfg = to_objects(dcfg)
     task = build_task(cfg.task)
     check_fits(task, cfg.data.packing)
-    longer = ev.longer_tasks(task, list(cfg.train.length_scales), "train.length_scales")
+    return cfg, task, ev.longer_tasks(task, list(cfg.train.length_scales), "train.length_scales")
+
+
+def checked(dcfg: DictConfig, warn: bool = True) -> tuple[Config, Task, list[Task]]:
+    """Every check a run makes before anything is written (:func:`preflight` makes them before
+    Hydra makes the run directory; a multirun's job for its own point): :func:`checked_config`'s,
+    then the device and the memory the run needs (``budget.check_memory``: refused beyond the
+    device's whole memory; beyond what is free, a warning, printed if ``warn``). Returns the
+    typed config, the task and the longer tasks."""
+    cfg, task, longer = checked_config(dcfg)
     if (warning := check_memory(cfg, len(task.vocab))) and warn:
         print(warning, file=sys.stderr)
     return cfg, task, longer

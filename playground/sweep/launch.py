@@ -89,17 +89,21 @@ class Planned:
 
 
 def plan(runs: list[list[str]], extra: list[str] = ()) -> list[Planned]:
-    """Compose each run's config (with ``extra``, e.g. the launcher's overrides) and form its run
-    directory (``runs.locate``), before anything is launched; a run for which either fails carries
-    the error and is not launched."""
+    """Compose each run's config (with ``extra``, e.g. the launcher's overrides), form its run
+    directory (``runs.locate``) and make the checks the run makes first that need no device
+    (``train.checked_config``: its values, its task's examples against the context), before
+    anything is launched; a run for which one fails carries the error and is not launched."""
     from playground.config import Composer
     from playground.run.rundir import locate
+    from playground.run.train import checked_config
 
     planned, compose = [], Composer()
     for index, overrides in enumerate(runs):
         try:
             config = compose([*overrides, *extra])
-            planned.append(Planned(index, overrides, config, locate(config)))
+            out = locate(config)
+            checked_config(config)
+            planned.append(Planned(index, overrides, config, out))
         except ConfigError as err:
             planned.append(Planned(index, overrides, error=" ".join(str(err).split())))
     return planned
