@@ -617,9 +617,10 @@ class Composer:
         check_removed_keys(overrides)
         overrides = plugin_overrides(overrides)
         try:
-            parsed = OverridesParser.create().parse_overrides(overrides)
-            values = [p for p in parsed if _plain_value(p)]
-            rest = tuple(p.input_line for p in parsed if not _plain_value(p))
+            values, rest = [], []
+            for override in OverridesParser.create().parse_overrides(overrides):
+                (values if _plain_value(override) else rest).append(override)
+            rest = tuple(o.input_line for o in rest)
             if rest not in self._shared:
                 self._shared[rest] = compose(list(rest))
             cfg = copy.deepcopy(self._shared[rest])

@@ -53,17 +53,21 @@ def summaries(root: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in root.rglob("summary.json")}
 
 
+def sweep_files() -> list[tuple[Path, list[str]]]:
+    """Every sweep file but the findings files (tests/test_findings.py), with its scales."""
+    specs = [(path, yaml.safe_load(path.read_text()))
+             for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml"))]
+    return [(path, list(spec["scales"])) for path, spec in specs if "findings" not in spec]
+
+
 def test_every_sweep_file_expands_at_every_scale():
     """Each sweep file expands at each of its scales, and every run's options pass the check
     each run makes of its command line first (``size=mqar/w64``: an option in a sub-folder)."""
     from playground.config import check_group_options
 
     args = set()
-    for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
-        # the findings file (tests/test_findings.py)
-        if "findings" in yaml.safe_load(path.read_text()):
-            continue
-        scales = set(yaml.safe_load(path.read_text())["scales"])
+    for path, scales in sweep_files():
+        scales = set(scales)
         assert (scales == {"paper", "mini", "cpu"} if path.stem.startswith(("fig", "mqar"))
                 else {"mini", "cpu"} <= scales)
         for scale in scales:
@@ -86,10 +90,8 @@ def test_a_sweep_composes_each_run_as_composing_it_whole():
     from playground.config import Composer
 
     files, reused = 0, 0
-    for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
-        if "findings" in yaml.safe_load(path.read_text()):
-            continue
-        for scale in yaml.safe_load(path.read_text())["scales"]:
+    for path, scales in sweep_files():
+        for scale in scales:
             runs, composer = load_sweep(path, scale).runs(), Composer()
             for overrides in [*runs[:2], runs[-1]]:
                 assert (OmegaConf.to_container(composer(overrides), resolve=True)
@@ -108,10 +110,8 @@ def test_every_sweep_files_runs_pass_the_checks_a_launch_makes_of_each_run():
     from playground.run.train import checked_config
 
     checked = 0
-    for path in sorted(Path(find_sweep_file("fig7")).parent.glob("*.yaml")):
-        if "findings" in yaml.safe_load(path.read_text()):
-            continue
-        for scale in yaml.safe_load(path.read_text())["scales"]:
+    for path, scales in sweep_files():
+        for scale in scales:
             seen, composer = set(), Composer()
             for run in load_sweep(path, scale).runs():
                 key = tuple(o for o in run if o.startswith(("task", "data", "train.length")))
