@@ -68,6 +68,13 @@ def size_order(size: str) -> tuple:
     return (0, int(m.group(1)), int(m.group(2)), "") if m else (1, 0, 0, str(size))
 
 
+def variant_order(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (architecture, canon) pairs of ``frame``, in the order the panels lay them out: by
+    architecture, each one's no-Canon variant first."""
+    return sorted(dict.fromkeys(zip(frame["architecture"], frame["canon"])),
+                  key=lambda v: (v[0], v[1] != "none", v[1]))
+
+
 def architecture(run: pd.Series) -> str:
     """``llama_rope``, ``llama_nope``, ``llama_rope_quarter``, ``gla``, ``mamba2``,
     ``mamba2_mlp``… from the record's mixer, its position encoding and the MLP."""

@@ -8,6 +8,7 @@ atomically. ``playground.report.cells`` turns the table into heatmap cells, ``pl
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from playground.report.cells import capo_table
 from playground.report.plots import plot_capo, save_figure
 from playground.report.table import check_integrity, load_runs, planned_runs
 from playground.run.rundir import MetricsLog
+from playground.sweep.spec import find_sweep_file, read_sweep_file, report_metrics
 
 OUT = {"out": ("", "output folder (default: RESULTS/report)"),
        "figures": ("true",
@@ -48,7 +50,8 @@ def _out(args: Args) -> Path:
 
 
 # the options that keep some runs (``OUT``), each with the column of the run table it reads
-FILTERS = (("panel", "config.panel"), ("row", "record.task.row"), ("size", "record.size.label"))
+FILTERS = (("panel", "record.task.panel"), ("row", "record.task.row"),
+           ("size", "record.size.label"))
 
 
 def _runs(args: Args) -> pd.DataFrame:
@@ -107,19 +110,24 @@ def _spread(cell: pd.Series, percent: bool) -> str:
     return f" ± {spread:.{decimals}f}"  # as many decimals as the value's 3 significant digits
 
 
-def _heatmap_runs(args: Args) -> pd.DataFrame:
-    """The runs under RESULTS of the tasks that make heatmaps, annotated with the value of
-    ``metric=`` or each task's own; with ``grid=`` (``SWEEP:SCALE``), also the runs that sweep
-    plans (of ``panel=``, ``row=`` and ``size=``, where given), as rows of status ``not run``, so
-    that its every cell shows."""
-    frame = _runs(args)
+def _grid_runs(args: Args, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The runs under RESULTS (``frame``, else ``_runs``); with ``grid=`` (``SWEEP:SCALE``), also
+    the runs that sweep plans (of ``panel=``, ``row=`` and ``size=``, where given), as rows of
+    status ``not run``, so that its every cell shows."""
+    frame = _runs(args) if frame is None else frame
     if args["grid"]:
         planned = planned_runs(args["grid"], args["panel"])  # composes the panel's runs alone
         for key, column in FILTERS[1:]:  # the rest as _runs keeps the runs
             if args[key]:
                 planned = planned[planned[column] == args[key]]
         frame = pd.concat([frame, planned], ignore_index=True)
-    frame = _with_metric(frame, args)
+    return frame
+
+
+def _heatmap_runs(args: Args, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The runs of the tasks that make heatmaps (``frame``, else ``_grid_runs``), annotated with
+    the value of ``metric=`` or each task's own."""
+    frame = _with_metric(_grid_runs(args) if frame is None else frame, args)
     return frame[frame["record.task.heatmap"] == True]  # noqa: E712 - NaN (no record) is not True
 
 
@@ -144,13 +152,13 @@ def _lrs_run(frame: pd.DataFrame, panel: str) -> list[float]:
     return sorted(done["lr"].dropna().unique())
 
 
-def cmd_heatmap(args: Args) -> int:
+def cmd_heatmap(args: Args, frame: pd.DataFrame | None = None) -> int:
     metric, agg = args["metric"], args.choice("agg", ("best", "mean"))
     figure = args.int("vs_paper", minimum=0) if args["vs_paper"] else None
     if metric and figure:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
     lower = aggregate.lower_is_better(metric)
-    runs = _heatmap_runs(args)
+    runs = _heatmap_runs(args, frame)
     cells = aggregate.cells(runs, agg, lower)
     percent = aggregate.is_accuracy(metric)
     out, suffix = _out(args), _suffix(metric)
@@ -292,15 +300,23 @@ def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
 
 
 def cmd_gaps(args: Args) -> int:
-    metric, canon = args["metric"], args["canon"]
-    lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
     runs = _heatmap_runs(args)
-    table = aggregate.gaps(runs, canon, lower)
-    if table.empty:
+    if write_gaps(args, runs).empty:
         ids = sorted(set(runs["canon"]) - {"none"})
-        raise ConfigError(f"canon={canon} is invalid: no architecture under "
+        raise ConfigError(f"canon={args['canon']} is invalid: no architecture under "
                           f"{args.positional[0]} has finished runs of one cell both with it and "
                           f"without Canon; the Canon ids there: {ids}")
+    return 0
+
+
+def write_gaps(args: Args, runs: pd.DataFrame) -> pd.DataFrame:
+    """``gaps``' outputs for ``runs`` (``_heatmap_runs``), and its table; nothing written where
+    the table is empty (no architecture has a cell run both with ``canon=`` and without)."""
+    metric, canon = args["metric"], args["canon"]
+    lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
+    table = aggregate.gaps(runs, canon, lower)
+    if table.empty:
+        return table
     out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"gaps{suffix}.csv", table.to_csv(index=False).encode())
     atomic_write(out / f"gaps{suffix}.md", gaps_markdown(table, percent).encode())
@@ -316,21 +332,99 @@ def cmd_gaps(args: Args) -> int:
     print(gaps_markdown(table, percent))
     print(f"wrote {out}/gaps{suffix}.csv, gaps{suffix}.md and {table['panel'].nunique()} "
           "figure(s); cells: the mean gain (seeds without + with Canon)")
-    return 0
+    return table
 
 
 def cmd_table(args: Args) -> int:
     frame = aggregate.annotate(_runs(args))
-    cols = [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr",
+    print(frame[_table_columns(frame)].to_string(index=False))
+    write_table(frame, _out(args))
+    return 0
+
+
+def _table_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr",
                         "seed", "value", "value2", "error") if c in frame]
-    print(frame[cols].to_string(index=False))
+
+
+def write_table(frame: pd.DataFrame, out: Path) -> None:
+    """``runs.csv``: every run of ``frame`` (``annotate``d) with every metric it records."""
     metrics = sorted(c for c in frame if c.startswith("metrics."))
     extra = [c for c in ("step", "final_loss", "tokens_per_s", "wall_time_s", "params.total")
              if c in frame]
-    out = _out(args)
-    atomic_write(out / "runs.csv", frame[cols + metrics + extra].to_csv(index=False).encode())
+    atomic_write(out / "runs.csv",
+                 frame[_table_columns(frame) + metrics + extra].to_csv(index=False).encode())
     print(f"wrote {out / 'runs.csv'} (every metric of every run)")
+
+
+def cmd_panel(args: Args) -> int:
+    """One panel of a sweep, whole, in one folder: what ``heatmap`` (``grid=``; with the paper's
+    figure where the paper has this panel), ``gaps`` and ``table`` write, the panel over training
+    (:func:`write_panel_curves`), each again for every metric of ``metrics=`` (else of the sweep
+    file's ``report`` for the panel), and the sweep file the grid comes from (``sweep.yaml``)."""
+    panel, grid = args["panel"], args["grid"]
+    if not panel:
+        raise ConfigError("panel= is required: the panel to draw (e.g. panel=depo1_K4)")
+    if not grid:
+        raise ConfigError("grid= is required: the sweep and scale of the panel "
+                          "(SWEEP:SCALE, e.g. grid=fig7:mini)")
+    ran = _runs(args)  # refuses a panel without runs here
+    frame = _grid_runs(args, ran)  # and a malformed grid=
+    sweep_file = find_sweep_file(grid.rpartition(":")[0])
+    figure = read_sweep_file(sweep_file).get("figure")
+    paper = figure is not None and panel in set(aggregate.paper_cells(int(figure))["panel"])
+    out = _out(args)
+    metrics = ([m for m in args.list("metrics") if m != "none"] if args["metrics"]
+               else report_metrics(sweep_file, panel))
+    for metric in ["", *metrics]:
+        vs_paper = str(figure) if paper and not metric else ""
+        sub = dataclasses.replace(args, options={**args.options, "metric": metric,
+                                                 "vs_paper": vs_paper})
+        runs = _heatmap_runs(sub, frame)
+        cmd_heatmap(sub, frame)
+        if write_gaps(sub, runs).empty:
+            print(f"no gaps{_suffix(metric)}: no architecture has a cell run both with "
+                  f"canon={args['canon']} and without")
+        write_panel_curves(sub, runs)
+    write_table(aggregate.annotate(ran), out)
+    atomic_write(out / "sweep.yaml", sweep_file.read_bytes())
+    print(f"wrote {out / 'sweep.yaml'} (the sweep file of grid={grid})")
     return 0
+
+
+def write_panel_curves(args: Args, runs: pd.DataFrame) -> None:
+    """``curves_<panel>[_<metric>].png``: each cell's runs at the cell's learning rate (``agg=``,
+    as its heatmap cell) over training, ``metric=`` or the task's own at every evaluation of
+    their ``metrics.jsonl`` (:func:`plots.panel_curves_figure`)."""
+    metric, panel = args["metric"], args["panel"]
+    lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
+    cells = aggregate.cells(runs, args["agg"], lower)
+    keys = [*aggregate.CELL_KEYS, "lr"]
+    done = runs[(runs["status"] == "finished") & runs["value"].notna()]
+    chosen = done.merge(cells.loc[cells["status"] == "finished", keys], on=keys)
+    series = pd.DataFrame(
+        [{"row": run["row"], "size": run["size"], "architecture": run["architecture"],
+          "canon": run["canon"], "seed": run["seed"], "step": rec["step"], "value": rec[name]}
+         for _, run in chosen.iterrows()
+         for name in [metric or run["record.task.metric"]]
+         for rec in MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records()
+         if rec.get("split") == "eval" and rec.get(name) is not None],
+        columns=["row", "size", "architecture", "canon", "seed", "step", "value"])
+    if not args.flag("figures") or series.empty:
+        return
+    what = metric or ", ".join(sorted(map(str, done["record.task.metric"].dropna().unique())))
+    chance = ({row: c for (p, row), c in aggregate.row_chances(runs, metric).items() if p == panel}
+              if percent else {})
+    fig = plots.panel_curves_figure(
+        series, list(runs.sort_values("row_index")["row"].unique()),
+        sorted(runs["size"].dropna().unique(), key=aggregate.size_order),
+        aggregate.variant_order(runs),
+        f"{panel} over training: {what} at each evaluation, each cell's runs at its learning "
+        f"rate ({args['agg']}); thin: seeds, thick: their mean" + ("; dashed: chance" if chance
+                                                                    else ""),
+        f"{what} (%)" if percent else _describe(what, lower), percent, chance)
+    save_figure(fig, _out(args) / f"curves_{panel}{_suffix(metric)}.png")
+    print(f"wrote {_out(args)}/curves_{panel}{_suffix(metric)}.png")
 
 
 def cmd_capo(args: Args) -> int:
@@ -500,6 +594,23 @@ COMMANDS = [
                       "out=results/mini/fig7_lano",
                       "playground-report gaps results/mini/runs/fig7_mini panel=mano "
                       "grid=fig7:mini out=results/mini/fig7_mano")),
+    Command("panel", "one panel of a sweep, whole, in one folder: its heatmap (every cell of "
+                     "grid=, \"not run\" where none), the paper's figure beside it where the "
+                     "paper has the panel, Canon's gain against size, the panel over training, "
+                     "the run table and the sweep file; again for each of metrics=", cmd_panel,
+            {"grid": ("", "the sweep and scale of the panel (SWEEP:SCALE, e.g. fig7:mini); "
+                          "required"),
+             "metrics": ("", "also these metrics' heatmap, gains and curves (comma-separated, "
+                             "e.g. depth_reached or kl; outputs get the suffix _NAME); default: "
+                             "those the sweep file's report names for the panel; none: no other"),
+             "agg": ("mean", "best: the best run over lr and seeds; mean: best lr by the seed "
+                             "mean"),
+             "canon": ("abcd_res", "the Canon variant whose gain over none is drawn"),
+             **OUT}, R,
+            examples=("playground-report panel results/mini/runs/fig7_mini panel=depo1_K4 "
+                      "grid=fig7:mini out=results/mini/fig7_depo1_K4",
+                      "playground-report panel results/mini/runs/fig7_mini panel=lano "
+                      "grid=fig7:mini metrics=none out=/tmp/lano")),
     Command("capo", "learned bits vs parameters (Capo capacity), one series per N", cmd_capo,
             dict(OUT), R, examples=("playground-report capo results/capo",)),
     Command("lengthgen", "metric vs eval length (× training context), one line per variant",

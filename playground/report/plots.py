@@ -4,6 +4,7 @@ training curves, Brevo accuracy by depth, MQAR bars, Capo bits. Matplotlib (Agg)
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import textwrap
 from pathlib import Path
@@ -20,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from playground.cli import atomic_write  # noqa: E402
-from playground.report.cells import size_order  # noqa: E402
+from playground.report.cells import size_order, variant_order  # noqa: E402
 from playground.report.table import NOT_RUN  # noqa: E402
 
 # white (0%) → deep green (100%), like the paper's accuracy heatmaps
@@ -283,8 +284,7 @@ def heatmap_figure(panel_cells: pd.DataFrame, title: str, percent: bool = True, 
     ``a/b%``."""
     sizes = sorted(panel_cells["size"].unique(), key=size_order)
     rows = list(panel_cells.sort_values("row_index")["row"].unique())
-    variants = sorted(dict.fromkeys(zip(panel_cells["architecture"], panel_cells["canon"])),
-                      key=lambda v: (v[0], v[1] != "none", v[1]))
+    variants = variant_order(panel_cells)
     done = panel_cells[panel_cells["status"] == "finished"]
     scale = value_scale(done["value"], percent)
     panel_w = max(1.05 * len(sizes), 2.5)
@@ -421,6 +421,67 @@ def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
     for ax in axes[len(records):]:
         ax.set_visible(False)
     fig.tight_layout()
+    return fig
+
+
+def panel_curves_figure(series: pd.DataFrame, rows: list[str], sizes: list[str],
+                        variants: list[tuple[str, str]], title: str, ylabel: str,
+                        percent: bool = True, chance=None) -> Figure:
+    """A panel over training, in the heatmap's layout: an axis per cell (rows: difficulty,
+    columns: the sizes in the paper's order), per variant a thin line per seed and a thick one
+    for their mean at the steps every seed has, one colour a variant in every cell; "not run"
+    where a cell has no evaluation; ``chance`` (row -> ``Task.chance``) dashed. ``series``: one
+    row per evaluation (``row``, ``size``, ``architecture``, ``canon``, ``seed``, ``step``,
+    ``value``)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
+
+    scale = 100 if percent else 1
+    steps = sorted(series["step"].unique())
+    fig = Figure(figsize=(1.0 + 2.4 * len(sizes), 1.0 + 1.9 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), len(sizes), squeeze=False, sharex=True,
+                        sharey=percent)  # other metrics keep each cell's own range
+    legend = {}  # variant index -> its mean line, for one legend entry a variant
+    for (i, row), (j, size) in itertools.product(enumerate(rows), enumerate(sizes)):
+        ax = axes[i][j]
+        cell = series[(series["row"] == row) & (series["size"] == size)]
+        for k, variant in enumerate(variants):
+            part = cell[(cell["architecture"] == variant[0]) & (cell["canon"] == variant[1])]
+            if part.empty:
+                continue
+            color = f"C{k % 10}"
+            for s, seed in part.groupby("seed"):
+                seed = seed.sort_values("step")
+                ax.plot(seed["step"], scale * seed["value"], color=color, lw=0.6, alpha=0.45,
+                        gid=f"seed:{variant[0]}:{variant[1]}:{s}")
+            seeds = part["seed"].nunique()
+            counts = part.groupby("step")["seed"].nunique()
+            mean = part.groupby("step")["value"].mean()[counts == seeds]
+            (legend[k],) = ax.plot(mean.index, scale * mean, color=color, lw=1.6,
+                                   ls=DASHES[k % len(DASHES)], marker=MARKERS[k % len(MARKERS)],
+                                   ms=3, gid=f"mean:{variant[0]}:{variant[1]}")
+        if chance and chance.get(row):
+            ax.axhline(scale * chance[row], color="#c53030", ls="--", lw=0.8, gid="chance")
+        if cell.empty:
+            ax.text(0.5, 0.5, NOT_RUN, transform=ax.transAxes, ha="center", va="center",
+                    fontsize=8, color="0.45", style="italic")
+        if percent:
+            ax.set_ylim(0, 100)
+        elif value_scale(cell["value"], percent)[2]:  # a spread of LOG_SPAN or more: log scale
+            ax.set_yscale("log")
+        ax.set_title(f"{row} · {size}", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.tick_params(which="both", labelsize=7)
+        # the evaluations' own steps where they are few (Lano: 2.5k, 5k), else about four
+        ax.xaxis.set_major_locator(FixedLocator(steps) if len(steps) <= 5 else MaxNLocator(4))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        if i == len(rows) - 1:
+            ax.set_xlabel("step", fontsize=8)
+        if j == 0:
+            ax.set_ylabel(ylabel, fontsize=8)
+    fig.legend([legend[k] for k in sorted(legend)],
+               [variant_label(*variants[k]) for k in sorted(legend)], fontsize=7,
+               loc="outside lower center", ncol=min(len(legend), 3) or 1, frameon=False)
+    fig.suptitle(title, fontsize=9)
     return fig
 
 

@@ -222,8 +222,7 @@ def panel_data(sweep: str, panel: str, frame: pd.DataFrame) -> dict:
     annotated = aggregate.annotate(frame)
     sizes = sorted(annotated["size"].dropna().unique(), key=aggregate.size_order)
     rows = list(annotated.sort_values("row_index")["row"].drop_duplicates())
-    variants = sorted(dict.fromkeys(zip(annotated["architecture"], annotated["canon"])),
-                      key=lambda v: (v[0], v[1] != "none", v[1]))
+    variants = aggregate.variant_order(annotated)
     stated = [m for m in (annotated.get("record.task.metric"), annotated.get("record.task.metric2"))
               if m is not None]
     stated = " / ".join(str(m.dropna().iloc[0]) for m in stated if m.notna().any())

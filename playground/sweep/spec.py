@@ -25,7 +25,7 @@ from playground.config import shipped
 from playground.errors import ConfigError
 
 SWEEPS_DIR = shipped("sweeps")
-FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales"}
+FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales", "report"}
 SCALE_KEYS = {"overrides", "grid", "rows", "cost"}
 
 
@@ -107,10 +107,34 @@ def _read(path: str, mtime_ns: int, size: int) -> dict:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
 
 
+def read_sweep_file(path: Path) -> dict:
+    """A sweep file's content, parsed (a copy: the caller may change it)."""
+    stat = Path(path).stat()
+    return copy.deepcopy(_read(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+def report_metrics(path: Path, panel: str) -> list[str]:
+    """The metrics ``playground-report panel`` draws for ``panel`` beside the task's own: the
+    file's ``report`` (panel -> metric names, e.g. ``report: {lano: [kl]}``); none unless
+    named there."""
+    spec = read_sweep_file(path)
+    report = spec.get("report") or {}
+    if not isinstance(report, dict) or not all(
+            isinstance(names, list) and all(isinstance(n, str) for n in names)
+            for names in report.values()):
+        raise ConfigError(f"{path}: report={report!r} is invalid: expected panels mapped to "
+                          "lists of metric names, e.g. report: {lano: [kl]}")
+    panels = {row.get("panel") for sc in (spec.get("scales") or {}).values()
+              for row in sc.get("rows") or []}
+    if unknown := sorted(set(report) - panels):
+        raise ConfigError(f"{path}: report names panel(s) {unknown} that no row of the file has; "
+                          f"its panels: {sorted(p for p in panels if p)}")
+    return list(report.get(panel, []))
+
+
 def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
                only_variants: str = "") -> Sweep:
-    stat = Path(path).stat()
-    spec = copy.deepcopy(_read(str(path), stat.st_mtime_ns, stat.st_size))
+    spec = read_sweep_file(path)
     unknown = set(spec) - FILE_KEYS
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(FILE_KEYS)}")
