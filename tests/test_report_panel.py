@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_report_grid import RESULTS
+from test_report_grid import SWEEP as GRID_SWEEP
 
 from playground.errors import ConfigError
 from playground.report import plots
@@ -15,26 +17,11 @@ from playground.report.cli import main
 from playground.report.table import NOT_RUN
 from playground.sweep.spec import find_sweep_file, report_metrics
 
-RESULTS = Path(__file__).parent / "fixtures" / "results" / "fig7_cpu"  # RoPE ± Canon-ABCD, 4 sizes
-# fig7's cpu rows of Depo1 (the fixture runs' panel is their task's, depo_K2) with a third variant
-# that has no run, and a report metric for the panel
-SWEEP = """
-figure: 7
-report: {depo_K2: [acc_k1]}
-variants:
-  llama_rope: {mixer: rope, canon: none}
-  llama_rope_canon: {mixer: rope, canon: ABCD}
-  llama_nope: {mixer: nope, canon: none}
-grid: {size: [2L64D, 2L128D, 4L64D, 4L128D], train.lr: [3.0e-3], seed: [0]}
-scales:
-  cpu:
-    overrides: {train: cpu, train.steps: 30, train.warmup_steps: 3, train.batch_size: 8,
-                train.eval_every: 0, train.log_every: 10, task.eval_size: 32}
-    rows:
-      - {panel: depo_K2, task: depo_tiny, task.K: 2, task.N: 8}
-      - {panel: depo_K2, task: depo_tiny, task.K: 2, task.N: 12}
-      - {panel: depo_K2, task: depo_tiny, task.K: 2, task.N: 16}
-"""
+# test_report_grid's sweep (fig7's cpu rows of Depo1 with a third variant that has no run), its
+# rows labelled with the fixture runs' panel (their task's, depo_K2), the paper's figure and a
+# report metric for the panel
+SWEEP = ("figure: 7\nreport: {depo_K2: [acc_k1]}\n"
+         + GRID_SWEEP.replace("- {task: depo_tiny", "- {panel: depo_K2, task: depo_tiny"))
 
 
 @pytest.fixture(scope="module")
