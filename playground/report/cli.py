@@ -359,9 +359,10 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
 
 def cmd_panel(args: Args) -> int:
     """One panel of a sweep, whole, in one folder: what ``heatmap`` (``grid=``; with the paper's
-    figure where the paper has this panel), ``gaps`` and ``table`` write, the panel over training
-    (:func:`write_panel_curves`), each again for every metric of ``metrics=`` (else of the sweep
-    file's ``report`` for the panel), and the sweep file the grid comes from (``sweep.yaml``)."""
+    figure where the paper has this panel at the same rows), ``gaps`` and ``table`` write, the
+    panel over training (:func:`write_panel_curves`), each again for every metric of ``metrics=``
+    (else of the sweep file's ``report`` for the panel), and the sweep file the grid comes from
+    (``sweep.yaml``)."""
     panel, grid = args["panel"], args["grid"]
     if not panel:
         raise ConfigError("panel= is required: the panel to draw (e.g. panel=depo1_K4)")
@@ -372,7 +373,8 @@ def cmd_panel(args: Args) -> int:
     frame = _grid_runs(args, ran)  # and a malformed grid=
     sweep_file = find_sweep_file(grid.rpartition(":")[0])
     figure = read_sweep_file(sweep_file).get("figure")
-    paper = figure is not None and panel in set(aggregate.paper_cells(int(figure))["panel"])
+    # like with like only: the paper has this panel at the same difficulty rows (not by position)
+    paper = figure is not None and _same_rows(aggregate.paper_cells(int(figure)), frame, panel)
     out = _out(args)
     metrics = ([m for m in args.list("metrics") if m != "none"] if args["metrics"]
                else report_metrics(sweep_file, panel))
@@ -390,6 +392,13 @@ def cmd_panel(args: Args) -> int:
     atomic_write(out / "sweep.yaml", sweep_file.read_bytes())
     print(f"wrote {out / 'sweep.yaml'} (the sweep file of grid={grid})")
     return 0
+
+
+def _same_rows(paper: pd.DataFrame, frame: pd.DataFrame, panel: str) -> bool:
+    """Whether the paper's cells (``cells.paper_cells``) of ``panel`` are at the rows of the
+    runs in ``frame`` (their difficulty labels, ``N=225``, ``cfg3f``, all among the paper's)."""
+    ours = set(frame["record.task.row"].dropna())
+    return bool(ours) and ours <= set(paper.loc[paper["panel"] == panel, "row"])
 
 
 def write_panel_curves(args: Args, runs: pd.DataFrame) -> None:
@@ -596,8 +605,9 @@ COMMANDS = [
                       "grid=fig7:mini out=results/mini/fig7_mano")),
     Command("panel", "one panel of a sweep, whole, in one folder: its heatmap (every cell of "
                      "grid=, \"not run\" where none), the paper's figure beside it where the "
-                     "paper has the panel, Canon's gain against size, the panel over training, "
-                     "the run table and the sweep file; again for each of metrics=", cmd_panel,
+                     "paper has the panel at the same rows, Canon's gain against size, the panel "
+                     "over training, the run table and the sweep file; again for each of "
+                     "metrics=", cmd_panel,
             {"grid": ("", "the sweep and scale of the panel (SWEEP:SCALE, e.g. fig7:mini); "
                           "required"),
              "metrics": ("", "also these metrics' heatmap, gains and curves (comma-separated, "
