@@ -376,7 +376,7 @@ def cmd_panel(args: Args) -> int:
     # like with like only: the paper has this panel at the same difficulty rows (not by position)
     paper = figure is not None and _same_rows(aggregate.paper_cells(int(figure)), frame, panel)
     out = _out(args)
-    metrics = ([m for m in args.list("metrics") if m != "none"] if args["metrics"]
+    metrics = ([] if args["metrics"] == "none" else args.list("metrics") if args["metrics"]
                else report_metrics(sweep_file, panel))
     for metric in ["", *metrics]:
         vs_paper = str(figure) if paper and not metric else ""
@@ -405,6 +405,8 @@ def write_panel_curves(args: Args, runs: pd.DataFrame) -> None:
     """``curves_<panel>[_<metric>].png``: each cell's runs at the cell's learning rate (``agg=``,
     as its heatmap cell) over training, ``metric=`` or the task's own at every evaluation of
     their ``metrics.jsonl`` (:func:`plots.panel_curves_figure`)."""
+    if not args.flag("figures"):
+        return
     metric, panel = args["metric"], args["panel"]
     lower, percent = aggregate.lower_is_better(metric), aggregate.is_accuracy(metric)
     cells = aggregate.cells(runs, args["agg"], lower)
@@ -419,7 +421,7 @@ def write_panel_curves(args: Args, runs: pd.DataFrame) -> None:
          for rec in MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records()
          if rec.get("split") == "eval" and rec.get(name) is not None],
         columns=["row", "size", "architecture", "canon", "seed", "step", "value"])
-    if not args.flag("figures") or series.empty:
+    if series.empty:
         return
     what = metric or ", ".join(sorted(map(str, done["record.task.metric"].dropna().unique())))
     chance = ({row: c for (p, row), c in aggregate.row_chances(runs, metric).items() if p == panel}
