@@ -94,9 +94,13 @@ def test_a_bad_grid_is_refused_before_anything_is_written(grid, says, tmp_path):
 @pytest.mark.slow
 def test_gaps_lay_out_the_sizes_a_grid_has_without_runs(sweep_file, tmp_path):
     table = aggregate.gaps(aggregate.annotate(load_runs(RESULTS)))
-    fig = plots.gaps_figure(table, "depo", "gain", sizes=["12L768D"])
-    ticks = [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()]
-    assert ticks == ["2L64D", "2L128D", "4L64D", "4L128D", "12L768D"]
+    fig = plots.gaps_figure(table, "depo", "gain", sizes=["12L768D", "16L64D"],
+                            params={"16L64D": 2.4e6, "2L64D": 9e9})
+    ticks = [t.get_text().split("\n") for t in fig.axes[0].get_xticklabels()]
+    assert [t[0] for t in ticks] == ["2L64D", "2L128D", "4L64D", "4L128D", "12L768D", "16L64D"]
+    # a size without a gain cell takes its count from params=, a gain cell's own count wins
+    assert ticks[4] == ["12L768D"] and ticks[5] == ["16L64D", "2M"]
+    assert ticks[0][1] == "110k"  # its runs' 109,632 parameters
     # the grid's planned runs change the axis only, not a gain
     for name, grid in (("runs", []), ("grid", [f"grid={sweep_file}:cpu"])):
         main(["gaps", str(RESULTS), *grid, f"out={tmp_path / name}", "figures=false"])

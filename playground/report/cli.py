@@ -325,9 +325,12 @@ def write_gaps(args: Args, runs: pd.DataFrame) -> pd.DataFrame:
     ylabel = (f"Canon's gain in {what} (points)" if percent
               else f"Canon's gain in {what} ({'without − with' if lower else 'with − without'})")
     for panel, block in table.groupby("panel") if args.flag("figures") else ():
+        mine = runs[(runs["panel"] == panel) & (runs["status"] == "finished")]
         fig = plots.gaps_figure(block, f"{panel}: {plots.canon_label(canon)} minus no Canon, "
                                 f"mean over seeds (line) and per seed (points)", ylabel, percent,
-                                runs.loc[runs["panel"] == panel, "size"].dropna())
+                                runs.loc[runs["panel"] == panel, "size"].dropna(),
+                                mine.groupby("size")["params.non_embedding"].median()
+                                if "params.non_embedding" in mine else None)
         save_figure(fig, out / f"gaps_{panel}{suffix}.png")
     print(gaps_markdown(table, percent))
     print(f"wrote {out}/gaps{suffix}.csv, gaps{suffix}.md and {table['panel'].nunique()} "

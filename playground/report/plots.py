@@ -600,20 +600,27 @@ def gap_label(architecture: str, canon: str) -> str:
     return f"{variant_label(architecture, canon)} − {ARCH_NAMES.get(architecture, architecture)}"
 
 
+def count_text(n: float) -> str:
+    """A parameter count as ``25M`` or, below a million, ``383k``."""
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
+
+
 def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = True,
-                sizes=()) -> Figure:
+                sizes=(), params=None) -> Figure:
     """Canon's gain against model size (``playground-report gaps``): one panel per difficulty
-    row, the sizes in the paper's column order (with their parameter counts where recorded;
-    ``sizes``: more to lay out, e.g. a sweep's without runs yet); per architecture its mean gain
-    as a line and each paired seed's gain as a point, zero dashed."""
+    row, the sizes in the paper's column order (with their parameter counts where recorded:
+    the gain cells', else ``params``, size -> count, e.g. of the panel's other runs; ``sizes``:
+    more to lay out, e.g. a sweep's without runs yet); per architecture its mean gain as a line
+    and each paired seed's gain as a point, zero dashed."""
     rows = list(dict.fromkeys(table.sort_values("row_index")["row"]))
     sizes = sorted(dict.fromkeys([*table["size"], *sizes]), key=size_order)
     archs = sorted(dict.fromkeys(table["architecture"]))
     scale = 100 if percent else 1
     fig = Figure(figsize=(1.2 + 2.4 * len(rows) * max(1, len(sizes) / 4), 3.6))
     axes = fig.subplots(1, len(rows), sharey=True, squeeze=False)[0]
-    params = table.groupby("size")["params"].median()
-    ticks = [s + (f"\n{params[s] / 1e6:.0f}M" if not pd.isna(params.get(s, np.nan)) else "")
+    params = table.groupby("size")["params"].median().combine_first(
+        pd.Series(params if params is not None else {}, dtype=float))
+    ticks = [s + (f"\n{count_text(params[s])}" if not pd.isna(params.get(s, np.nan)) else "")
              for s in sizes]
     labelled: set[str] = set()
     for ax, row in zip(axes, rows):
