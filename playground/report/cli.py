@@ -152,13 +152,13 @@ def _lrs_run(frame: pd.DataFrame, panel: str) -> list[float]:
     return sorted(done["lr"].dropna().unique())
 
 
-def cmd_heatmap(args: Args, frame: pd.DataFrame | None = None) -> int:
+def cmd_heatmap(args: Args, runs: pd.DataFrame | None = None) -> int:
     metric, agg = args["metric"], args.choice("agg", ("best", "mean"))
     figure = args.int("vs_paper", minimum=0) if args["vs_paper"] else None
     if metric and figure:
         raise ConfigError("vs_paper compares the paper's accuracies; drop metric=")
     lower = aggregate.lower_is_better(metric)
-    runs = _heatmap_runs(args, frame)
+    runs = _heatmap_runs(args) if runs is None else runs  # panel's: _heatmap_runs of its frame
     cells = aggregate.cells(runs, agg, lower)
     percent = aggregate.is_accuracy(metric)
     out, suffix = _out(args), _suffix(metric)
@@ -309,6 +309,13 @@ def cmd_gaps(args: Args) -> int:
     return 0
 
 
+def _metric_name(runs: pd.DataFrame, metric: str) -> str:
+    """What ``runs``' values are, for a title or axis: ``metric``, else the metrics their tasks
+    state (``acc_at_K``), else "accuracy"."""
+    stated = runs.get("record.task.metric", pd.Series(dtype=object)).dropna().unique()
+    return metric or ", ".join(sorted(map(str, stated))) or "accuracy"
+
+
 def write_gaps(args: Args, runs: pd.DataFrame) -> pd.DataFrame:
     """``gaps``' outputs for ``runs`` (``_heatmap_runs``), and its table; nothing written where
     the table is empty (no architecture has a cell run both with ``canon=`` and without)."""
@@ -320,8 +327,7 @@ def write_gaps(args: Args, runs: pd.DataFrame) -> pd.DataFrame:
     out, suffix = _out(args), _suffix(metric)
     atomic_write(out / f"gaps{suffix}.csv", table.to_csv(index=False).encode())
     atomic_write(out / f"gaps{suffix}.md", gaps_markdown(table, percent).encode())
-    stated = runs.get("record.task.metric", pd.Series(dtype=object)).dropna().unique()
-    what = metric or ", ".join(sorted(map(str, stated))) or "accuracy"
+    what = _metric_name(runs, metric)
     ylabel = (f"Canon's gain in {what} (points)" if percent
               else f"Canon's gain in {what} ({'without − with' if lower else 'with − without'})")
     for panel, block in table.groupby("panel") if args.flag("figures") else ():
@@ -386,7 +392,7 @@ def cmd_panel(args: Args) -> int:
         sub = dataclasses.replace(args, options={**args.options, "metric": metric,
                                                  "vs_paper": vs_paper})
         runs = _heatmap_runs(sub, frame)
-        cmd_heatmap(sub, frame)
+        cmd_heatmap(sub, runs)
         if write_gaps(sub, runs).empty:
             print(f"no gaps{_suffix(metric)}: no architecture has a cell run both with "
                   f"canon={args['canon']} and without")
@@ -426,7 +432,7 @@ def write_panel_curves(args: Args, runs: pd.DataFrame) -> None:
         columns=["row", "size", "architecture", "canon", "seed", "step", "value"])
     if series.empty:
         return
-    what = metric or ", ".join(sorted(map(str, done["record.task.metric"].dropna().unique())))
+    what = _metric_name(runs, metric)
     chance = ({row: c for (p, row), c in aggregate.row_chances(runs, metric).items() if p == panel}
               if percent else {})
     fig = plots.panel_curves_figure(

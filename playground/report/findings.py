@@ -761,8 +761,7 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
     ended, which the final values alone do not show. ``table`` is :func:`evaluate`'s of
     ``findings`` on ``frame`` (its rows in the order of the findings' cells). None where no run
     has more than one evaluation (nothing to draw over training)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
-
+    from playground.report.plots import step_axis
     from playground.run.rundir import MetricsLog
 
     cells = _finding_cells(findings, table)
@@ -795,9 +794,7 @@ def curves(findings: list[Finding], frame: pd.DataFrame, table: pd.DataFrame, re
         _value_axis(ax, r, scale)
         ax.set_xlabel("step", fontsize=7)
         steps = sorted({t for runs in cell for evals in runs for t in evals})
-        # the evaluations' own steps where they are few (Lano: 2.5k, 5k), else about five
-        ax.xaxis.set_major_locator(FixedLocator(steps) if len(steps) <= 6 else MaxNLocator(5))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        step_axis(ax, steps, few=6, most=5)
         ax.tick_params(axis="x", labelsize=7)
         ax.legend(fontsize=5, loc="best")
         _cell_title(ax, r)

@@ -424,6 +424,15 @@ def curves_figure(records: dict[str, pd.DataFrame]) -> Figure:
     return fig
 
 
+def step_axis(ax, steps, few: int, most: int) -> None:
+    """A training-step x axis: ticks at the evaluations' own ``steps`` where they are ``few`` or
+    fewer (Lano: 2.5k, 5k), else about ``most``; labelled in thousands (``2.5k``)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
+
+    ax.xaxis.set_major_locator(FixedLocator(steps) if len(steps) <= few else MaxNLocator(most))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+
+
 def panel_curves_figure(series: pd.DataFrame, rows: list[str], sizes: list[str],
                         variants: list[tuple[str, str]], title: str, ylabel: str,
                         percent: bool = True, chance=None) -> Figure:
@@ -433,8 +442,6 @@ def panel_curves_figure(series: pd.DataFrame, rows: list[str], sizes: list[str],
     where a cell has no evaluation; ``chance`` (row -> ``Task.chance``) dashed. ``series``: one
     row per evaluation (``row``, ``size``, ``architecture``, ``canon``, ``seed``, ``step``,
     ``value``)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
-
     scale = 100 if percent else 1
     steps = sorted(series["step"].unique())
     fig = Figure(figsize=(1.0 + 2.4 * len(sizes), 1.0 + 1.9 * len(rows)), layout="constrained")
@@ -471,9 +478,7 @@ def panel_curves_figure(series: pd.DataFrame, rows: list[str], sizes: list[str],
         ax.set_title(f"{row} · {size}", fontsize=8)
         ax.grid(alpha=0.3)
         ax.tick_params(which="both", labelsize=7)
-        # the evaluations' own steps where they are few (Lano: 2.5k, 5k), else about four
-        ax.xaxis.set_major_locator(FixedLocator(steps) if len(steps) <= 5 else MaxNLocator(4))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        step_axis(ax, steps, few=5, most=4)
         if i == len(rows) - 1:
             ax.set_xlabel("step", fontsize=8)
         if j == 0:
@@ -618,9 +623,10 @@ def gaps_figure(table: pd.DataFrame, title: str, ylabel: str, percent: bool = Tr
     scale = 100 if percent else 1
     fig = Figure(figsize=(1.2 + 2.4 * len(rows) * max(1, len(sizes) / 4), 3.6))
     axes = fig.subplots(1, len(rows), sharey=True, squeeze=False)[0]
-    params = table.groupby("size")["params"].median().combine_first(
-        pd.Series(params if params is not None else {}, dtype=float))
-    ticks = [s + (f"\n{count_text(params[s])}" if not pd.isna(params.get(s, np.nan)) else "")
+    counts = table.groupby("size")["params"].median()
+    if params is not None:
+        counts = counts.combine_first(pd.Series(params, dtype=float))
+    ticks = [s + (f"\n{count_text(counts[s])}" if not pd.isna(counts.get(s, np.nan)) else "")
              for s in sizes]
     labelled: set[str] = set()
     for ax, row in zip(axes, rows):
