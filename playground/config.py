@@ -47,7 +47,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune",
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # the modes that capture CUDA graphs
 GRAD_SYNCS = ("ddp", "flat")
 MLPS = ("swiglu", "gelu", "moe", "none")
-PACKINGS = ("auto", "aligned", "stream")  # data.packing; auto = the task's own (data/packing.py)
+# data.packing (data/packing.py); auto = the task's own
+PACKINGS = ("auto", "aligned", "aligned_drop", "stream")
 
 
 @functools.cache
@@ -372,9 +373,9 @@ class DataConfig:
     # in the data-parallel swap) before it fails instead of hanging; 0 = forever
     stall_s: float = 600.0
     isolate_examples: bool = False  # packed examples cannot see each other (attention, Canon, RoPE)
-    # how examples fill windows: aligned (a window starts at an example) | stream (examples
-    # concatenated and cut, crossing window edges) | auto (the task's own);
-    # part of the data's identity
+    # how examples fill windows: aligned (a window starts at an example) | aligned_drop (aligned,
+    # the rare example longer than task.context left out) | stream (examples concatenated and
+    # cut, crossing window edges) | auto (the task's own); part of the data's identity
     packing: str = "auto"
 
     def __post_init__(self) -> None:

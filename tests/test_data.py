@@ -62,6 +62,42 @@ def test_too_long_example_is_an_error():
         pack([task.example("train", 0)], 64, task.vocab.pad)
 
 
+def test_aligned_drop_leaves_out_exactly_the_examples_longer_than_the_context():
+    """``aligned_drop`` packs as ``aligned`` would pack the examples that fit, and nothing else;
+    with none too long, the shard is the aligned one."""
+    task = task_from("task=depo1", "task.N=8")
+    exs = examples_of(task, 0, 60)
+    context = int(np.percentile([len(ex) for ex in exs], 80))
+    kept = [ex for ex in exs if len(ex) <= context]
+    assert 0 < len(kept) < len(exs)
+    dropped = pack(exs, context, task.vocab.pad, drop=True)
+    for a, b in zip(dropped, pack(kept, context, task.vocab.pad)):
+        assert a.tobytes() == b.tobytes()
+    small = task_from(*TASK)
+    for a, b in zip(pack_shard(small, "train", 2, 8, "aligned_drop"),
+                    pack_shard(small, "train", 2, 8, "aligned")):
+        assert a.tobytes() == b.tobytes()
+    assert check_fits(small, "aligned_drop") is None  # its longest example fits: nothing to count
+
+
+def test_aligned_drop_is_refused_past_a_rare_share_or_an_eval_example_too_long():
+    """Brevo2 N = 50 at the paper's context 1536: possible examples of 1,812 tokens, so aligned
+    packing refuses it; aligned_drop counts none in its sample and every eval example fits. At
+    700 tokens over 1 in 1,000 training examples are longer; at 900 the train share passes but
+    eval examples (n = N, the longest) do not fit."""
+    task = task_from("task=brevo2", "task.N=50", "task.context=1536")
+    with pytest.raises(ConfigError, match="aligned_drop"):
+        check_fits(task, "auto")
+    assert check_fits(task, "aligned_drop").startswith(
+        "data.packing=aligned_drop: 0 of the first 4,096 training examples longer than "
+        "task.context=1536")
+    for context, why in ((700, "training examples are longer"),
+                         (900, "evaluation examples are longer")):
+        with pytest.raises(ConfigError, match=f"task.context={context}.*{why}"):
+            check_fits(task_from("task=brevo2", "task.N=50", f"task.context={context}"),
+                       "aligned_drop")
+
+
 @pytest.mark.parametrize("packing", PACKINGS)
 def test_stream_independent_of_batch_size(packing):
     task = task_from(*TASK)

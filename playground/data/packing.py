@@ -11,6 +11,12 @@ the paper's Lano data: the ``<bos>`` that opens a sentence is the target that en
 before it, and with a stream it always follows it (with aligned windows only when the next
 sentence fits in the same window).
 
+``aligned_drop``: ``aligned``, but an example longer than ``task.context`` is left out of the
+training stream instead of refused, for a task whose longest possible example exceeds a context
+its examples almost never reach (Brevo2 N = 50 at the paper's 1536: possible 1,812 tokens,
+sampled ones ~1,000). :func:`check_fits` counts them in a sample of the training examples and
+refuses past one in ``DROP_LIMIT``; every evaluation example must fit.
+
 ``auto`` (the default) is the task's own mode, ``Task.packing``: :func:`resolve_packing`, the one
 place that reads it; the loader, ``count_windows``, ``check_fits``, the data CLI and the bench
 go through it.
@@ -42,20 +48,22 @@ Windows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def resolve_packing(task: Task | type[Task], packing: str) -> str:
     """The packing mode of ``data.packing=packing`` for ``task`` (an instance or its class):
-    ``aligned`` or ``stream``; ``auto`` is the task's own (``Task.packing``)."""
+    ``aligned``, ``aligned_drop`` or ``stream``; ``auto`` is the task's own (``Task.packing``)."""
     check(packing in PACKINGS, "data.packing", packing, f"one of {PACKINGS}")
     return task.packing if packing == "auto" else packing
 
 
-def pack(examples: Iterable[Example], context: int, pad_id: int) -> Windows:
+def pack(examples: Iterable[Example], context: int, pad_id: int, drop: bool = False) -> Windows:
     """Pack examples in order into left-aligned windows. Returns tokens int32[W, context], mask
     bool[W, context] and segments int32[W, context] (the example's index within its window; -1
-    on padding)."""
+    on padding). An example longer than ``context`` is refused, or left out with ``drop``."""
     rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     row: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     used = 0
     for ex in examples:
         n = len(ex)
+        if n > context and drop:
+            continue
         if n > context:
             raise ValueError(f"an example of {n} tokens does not fit in task.context={context}; "
                              f"raise task.context or lower the task's difficulty")
@@ -101,10 +109,11 @@ def pack_stream(examples: Iterable[Example], context: int, pad_id: int,
 
 def pack_as(packing: str, examples: Iterable[Example], context: int, pad_id: int,
             follow: Example | None = None) -> Windows:
-    """Pack in mode ``packing`` (``aligned`` or ``stream``, resolved; ``follow``: stream only)."""
+    """Pack in mode ``packing`` (resolved: ``aligned``, ``aligned_drop`` or ``stream``;
+    ``follow``: stream only)."""
     if packing == "stream":
         return pack_stream(examples, context, pad_id, follow)
-    return pack(examples, context, pad_id)
+    return pack(examples, context, pad_id, drop=packing == "aligned_drop")
 
 
 SHARD_TOKENS = 1 << 18  # a shard holds about this many tokens unless data.shard_examples says
@@ -150,12 +159,46 @@ def count_windows(task: Task, count: int, shard_examples: int,
     return (windows if measured == count else math.ceil(windows * count / measured)), measured
 
 
-def check_fits(task: Task, packing: str) -> None:
+# aligned_drop: the training examples counted; at most 1 in DROP_LIMIT of them left out
+DROP_SAMPLE, DROP_LIMIT = 4096, 1000
+
+
+def check_fits(task: Task, packing: str) -> str | None:
     """With aligned packing (``data.packing``), every example of the task fits in
-    ``task.context`` (examples are never cut); a stream cuts them, so any length will do."""
-    if resolve_packing(task, packing) == "stream":
-        return
-    longest = task.max_length()
-    check(longest <= task.cfg.context, "task.context", task.cfg.context,
+    ``task.context`` (examples are never cut); a stream cuts them, so any length will do. With
+    ``aligned_drop`` and a task whose longest possible example exceeds the context: at most one
+    in DROP_LIMIT of the first DROP_SAMPLE training examples is longer (those are left out), and
+    every evaluation example fits; returns what was counted, for the run's log (else None)."""
+    mode = resolve_packing(task, packing)
+    longest, context = task.max_length(), task.cfg.context
+    if mode == "stream" or longest <= context:
+        return None
+    how = "raise task.context, lower the difficulty, or use data.packing=stream" + (
+        "" if mode == "aligned_drop" else " or aligned_drop (leaves out rare longer examples)")
+    check(mode == "aligned_drop", "task.context", context,
           f"at least {longest} tokens, the longest example of task {task.cfg.preset!r} at its "
-          "hardest setting (raise task.context, lower the difficulty, or use data.packing=stream)")
+          f"hardest setting ({how})")
+    over, evals = overlong_counts(task)
+    check(over * DROP_LIMIT <= DROP_SAMPLE, "task.context", context,
+          f"more tokens: {over:,} of the first {DROP_SAMPLE:,} training examples are longer, and "
+          f"data.packing=aligned_drop leaves out at most 1 in {DROP_LIMIT:,} ({how})")
+    check(evals == 0, "task.context", context,
+          f"more tokens: {evals:,} of the {task.cfg.eval_size:,} evaluation examples are longer, "
+          "and every evaluation example must fit")
+    return (f"data.packing=aligned_drop: {over:,} of the first {DROP_SAMPLE:,} training examples "
+            f"longer than task.context={context} (left out; the longest possible: {longest:,} "
+            "tokens); every evaluation example fits")
+
+
+_OVERLONG: dict[str, tuple[int, int]] = {}  # overlong_counts per task config (its repr)
+
+
+def overlong_counts(task: Task) -> tuple[int, int]:
+    """How many of the first DROP_SAMPLE training examples and of the evaluation examples are
+    longer than ``task.context`` (kept per task config: a sweep checks each of its runs)."""
+    key, context = repr(task.cfg), task.cfg.context
+    if key not in _OVERLONG:
+        train = task.examples("train", 0, DROP_SAMPLE, meta=False)
+        _OVERLONG[key] = (sum(len(ex) > context for ex in train),
+                          sum(len(ex) > context for ex in task.eval_examples()))
+    return _OVERLONG[key]

@@ -194,6 +194,8 @@ def _run(cfg: Config, task: Task, container: dict, out: Path, scales: list, long
     main = is_main()  # data parallel: only rank 0 writes the run directory
     if main and (warning := check_cost(cfg, len(task.vocab))):  # a run too big for a CPU
         print(warning, file=sys.stderr, flush=True)
+    if main and (note := check_fits(task, cfg.data.packing)):  # aligned_drop's count
+        print(note)
     if main:
         out.mkdir(parents=True, exist_ok=True)
         runs.atomic_write(out / "config.yaml", OmegaConf.to_yaml(container).encode())
