@@ -3,7 +3,8 @@
 #   .whl: as docs/bench/2026-12-04-h200-r10-mamba2-brevo1/commands.sh makes them.
 # Dry run here first: ... gpus=1 per_gpu=3 margin=1.0 deadline=990 dry_run=true: 2 of 3 runs start (N = 10, 15),
 #   the last ending at 713 s at their estimates; N = 20 left.
-# Eight calls for a machine (03:57-05:24 UTC) got none (each cost ≈ 90 s: 1,800 → 1,169 s); the ninth started one.
+# Seven calls for a machine (03:57-05:13 UTC) got none (631 s of budget together: 1,800 → 1,169 s); the eighth (05:23)
+#   started one, after ≈ 12 min (the start counted in the hold).
 bash docs/bench/hold.sh start 597 1099 fig7 scale=mini panels=depo1_K4 size=8L768D variants=llama_rope \
   train.lr=5.0e-4 root=results/mini/lr_check per_gpu=3 margin=1.0
 bash docs/bench/hold.sh poll 430   # at once after the answer; the launch ended inside it (159 s)
