@@ -62,9 +62,9 @@ def pack(examples: Iterable[Example], context: int, pad_id: int, drop: bool = Fa
     used = 0
     for ex in examples:
         n = len(ex)
-        if n > context and drop:
-            continue
         if n > context:
+            if drop:
+                continue
             raise ValueError(f"an example of {n} tokens does not fit in task.context={context}; "
                              f"raise task.context or lower the task's difficulty")
         if row is None or used + n > context:
