@@ -694,3 +694,62 @@ def test_a_sweep_checks_each_runs_config_before_it_launches_any(capsys):
     assert re.search(r"task.context=64 is invalid: expected at least \d+ tokens", planned[2].error)
     dry_run(None, runs, "local")
     assert "1 of 3 runs to do (0 finished, 2 not launchable)" in capsys.readouterr().out
+
+
+def test_runs_join_a_gpu_only_while_their_estimated_memory_fits():
+    """With each GPU's memory known, a run joins the runs on a GPU only if their estimated
+    memory and its own fit in it; a later run of the queue that fits goes first; a run alone
+    always starts; without the GPUs' memory every slot is used."""
+    def planned(gb: int, i: int) -> launch.Planned:
+        return launch.Planned(i, [f"run{i}"], SimpleNamespace(gb=gb))
+
+    memory = lambda config: config.gb * 10**9  # noqa: E731
+    slots = launch.Slots(["0", "1"], 3, capacity={"0": 20 * 10**9, "1": 20 * 10**9},
+                         memory=memory)
+    queue = [planned(12, 0), planned(30, 1), planned(9, 2), planned(10, 3), planned(2, 4)]
+    order = []
+    while (start := slots.next_start(queue, 0.0)) is not None:
+        run = queue.pop(start[0])
+        slots.take(start[1], run, 0.0)
+        order.append((run.index, start[1]))
+    # 12 alone on GPU 0, 30 alone on GPU 1 (too large to share, larger than the GPU: its own
+    # check refuses it); 9 and 10 fit beside neither; 2 beside 12 (14 of 20 GB)
+    assert order == [(0, "0"), (1, "1"), (4, "0")]
+    assert [r.index for r in queue] == [2, 3]
+    slots.give("0", slots.running[0][1], 1.0)  # the 12-GB run ends: 9 joins 2 on GPU 0
+    assert slots.next_start(queue, 1.0) == (0, "0", 2)
+    free = launch.Slots(["0"], 3, memory=memory)  # no capacity: no memory rule
+    free.take("0", planned(30, 5), 0.0)
+    assert free.next_start([planned(30, 6)], 0.0) == (0, "0", 2)
+
+
+def test_a_launch_reads_each_gpus_memory_from_nvidia_smi(monkeypatch):
+    """``gpu_memory`` reads the total memory of the launch's GPUs from ``nvidia-smi`` (MiB), and
+    nothing where it is missing; the launch says which rule it applies."""
+    answer = "0, 81559\n1, 81559\n2, 143771\n"
+    monkeypatch.setattr(launch.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(launch.subprocess, "run",
+                        lambda *a, **k: SimpleNamespace(stdout=answer))
+    assert launch.gpu_memory(["0", "2"]) == {"0": 81559 * 2**20, "2": 143771 * 2**20}
+    assert "GPU 0 85.5 GB, GPU 2 151 GB" in launch.memory_rule_text(launch.gpu_memory(["0", "2"]))
+
+    def missing(*args, **kwargs):
+        raise FileNotFoundError("nvidia-smi")
+
+    monkeypatch.setattr(launch.subprocess, "run", missing)
+    assert launch.gpu_memory(["0"]) == {}
+    monkeypatch.setattr(launch.shutil, "which", lambda name: None)
+    assert launch.gpu_memory(["0"]) == {}
+    assert "unknown" in launch.memory_rule_text({})
+
+
+def test_run_bytes_is_the_runs_cuda_estimate_and_a_process_overhead(tmp_path):
+    """A sweep run's memory for sharing is its CUDA estimate (state and activations) plus
+    ``PROCESS_BYTES``."""
+    from playground.tasks import build_task
+
+    run = launch.plan([[*TINY, "canon=ABCD", f"out_dir={tmp_path}/r"]])[0]
+    cfg = to_objects(run.config)
+    need = budget.estimate(cfg, len(build_task(cfg.task).vocab), torch.device("cuda"))
+    assert launch.run_bytes(run.config) == \
+        need.state + need.activations + int(budget.PROCESS_BYTES)

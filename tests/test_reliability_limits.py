@@ -5,6 +5,7 @@ processes die (each recorded per run, each attempt's log kept)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -120,6 +121,51 @@ def test_the_memory_estimate_counts_the_real_parameters_and_warns_or_refuses(mon
     monkeypatch.setattr(budget, "memory_of", lambda device: (size * 2, size * 4))
     assert budget.check_memory(cfg, vocab) is None
 
+
+
+def test_the_memory_estimate_counts_the_canon_layers_channels():
+    """Canon-ABCD adds, per token of a forward pass, ``CONV_VALUES`` values for each of its
+    channels: A and C the model's width, B the attention's q, k, v, D the MLP's gate and up
+    (counted here from the built model's projections)."""
+    from playground.model import build_model
+    from playground.tasks import build_task
+
+    plain = to_objects(compose([*TINY, "canon=none"]))
+    canon = to_objects(compose([*TINY, "canon=ABCD"]))
+    vocab = len(build_task(plain.task).vocab)
+    model = build_model(canon.model, vocab)
+    d, block = canon.model.d_model, model.blocks[0]
+    per_block = d + block.mixer.qkv.out_features + d + block.mlp.up.out_features
+    assert budget.model_counts(canon, vocab)[1] == canon.model.n_layers * per_block
+    assert budget.model_counts(plain, vocab)[1] == 0
+    tokens = canon.train.batch_size * canon.task.context
+    cpu = torch.device("cpu")
+    extra = budget.estimate(canon, vocab, cpu).activations - \
+        budget.estimate(plain, vocab, cpu).activations
+    assert extra == int(tokens * canon.model.n_layers * per_block * budget.CONV_VALUES * 4)
+
+
+def test_the_memory_estimate_is_near_the_measured_peaks_of_the_fig7_runs():
+    """Against the peak GPU memory the compiled fig7 runs measured (``results/mini/runs``,
+    Llama, the tasks whose training step sets the peak: Depo, Brevo, Mano), the CUDA estimate is
+    within ×0.75-1.25 for every run."""
+    import yaml
+
+    from playground.config import from_container
+    from playground.tasks import build_task
+
+    root = Path(__file__).resolve().parents[1] / "results/mini/runs/fig7_mini"
+    ratios = {}
+    for summary in sorted(root.glob("*/summary.json")):
+        peak = json.loads(summary.read_text()).get("peak_memory_bytes")
+        cfg = from_container(yaml.safe_load((summary.parent / "config.yaml").read_text()))
+        if not peak or cfg.task.name == "lano":
+            continue
+        need = budget.estimate(cfg, len(build_task(cfg.task).vocab), torch.device("cuda"))
+        ratios[summary.parent.name] = peak / (need.state + need.activations)
+    assert len(ratios) >= 60
+    assert all(0.75 <= r <= 1.25 for r in ratios.values()), \
+        {k: round(r, 2) for k, r in ratios.items() if not 0.75 <= r <= 1.25}
 
 # -- a full disk ---------------------------------------------------------------------------------
 

@@ -183,6 +183,11 @@ class Canon(CanonReads, nn.Module):
         self.bias = nn.Parameter(torch.zeros(width)) if cfg.bias else None
         self.reset_parameters()
 
+    @property
+    def width(self) -> int:
+        """Its channels."""
+        return self.weight.shape[0]
+
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         init_taps(self.weight, 1, self.cfg.init, generator, self.cfg.init_scale,
                   self.cfg.init_current)

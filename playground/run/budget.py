@@ -8,13 +8,22 @@ The estimate is deliberately simple (a guard against the impossible, not a profi
 - **activations** kept for the backward: blocks × windows per forward pass × ``task.context`` ×
   ``model.d_model`` × :data:`ACT_VALUES` values (about what a pre-norm block with attention
   through SDPA, a SwiGLU MLP and Canon layers keeps: Korthikanti et al. 2022 count 17 for a GPT
-  block without Canon), 2 bytes each under bf16 autocast, else 4; plus the logits (fp32, with
-  their softmax and its gradient);
+  block without Canon), 2 bytes each under bf16 autocast, else 4; plus :data:`CONV_VALUES` per
+  token and channel of every Canon layer and short convolution (their channels counted on the
+  same ``meta`` build); plus the logits (fp32, with their softmax and its gradient);
 - **batches**: the global batch as the loader hands it over (int64 tokens, bool mask, int32
   segments: 13 bytes a token), on the host.
 
 A run whose estimate exceeds the device's whole memory is refused (:func:`check_memory`, naming the
 keys of the largest part); one that exceeds what is free now gets a warning with the estimate.
+Against the peaks the compiled CUDA runs of ``results/mini/runs`` measured
+(``torch.cuda.max_memory_allocated``, H200, 2026-11-24 to 12-05), measured ÷ estimated is
+0.82-1.04 for the 76 Llama fig7 runs where the training step sets the peak (Depo, Brevo, Mano),
+0.72-1.54 over every backbone (Mamba2 below 1, GDN above). Not counted is what an evaluation holds
+at its own batch (``train.eval_batch_size``): Lano's, with its generation's decoding cache,
+peaked at up to 2.2 × the estimate. Runs sharing a GPU
+(a local sweep's ``per_gpu``) each hold their estimate, plus the process's CUDA context and the
+allocator's reserve (:data:`PROCESS_BYTES`; :func:`gpu_bytes`).
 
 What a run will cost in time and disk (:func:`cost`), as simply: :data:`FLOPS_PER_TOKEN` per
 parameter and trained token at an assumed rate of the device (:data:`DEVICE_FLOPS`), and
@@ -35,6 +44,14 @@ from playground.run.device import check_device, memory_of, warm_vector_math, wor
 
 STATE_BYTES = 16  # per parameter: fp32 weight, gradient, AdamW's exp_avg and exp_avg_sq
 ACT_VALUES = 20  # activations kept per block, token and model channel
+# Per token and channel of a Canon layer or short conv: its output kept beside its input. The
+# compiled fig7 runs with Canon-ABCD over the same runs without (results/mini/runs, H200,
+# 2026-11-24 to 12-05): 0.7-1.9 values, median 1.27.
+CONV_VALUES = 1.3
+# A process's GPU memory beyond its allocated peak: CUDA context, kernels and the caching
+# allocator's reserve. Two Depo1 8L768D runs sharing an H200 (peaks 9.28 GB each) held 21.2 GB
+# (nvidia-smi, docs/bench/2026-12-05-h200-lr-check-depo1-8l768d): 1.3 GB each.
+PROCESS_BYTES = 1.3e9
 LOGIT_VALUES = 3  # logits, their softmax and its gradient, per token and vocabulary entry (fp32)
 BATCH_BYTES = 13  # host bytes per token of a global batch: int64 token, bool mask, int32 segment
 
@@ -72,13 +89,23 @@ class Estimate:
                 (torch.device("cpu"), self.batches, batches)]
 
 
-def parameter_count(cfg: Config, vocab_size: int) -> int:
-    """The model's parameters (tied weights once), from a build on the ``meta`` device."""
+def model_counts(cfg: Config, vocab_size: int) -> tuple[int, int]:
+    """(parameters, conv channels) of the model, from a build on the ``meta`` device: its
+    parameters (tied weights once), and the channels of its Canon layers and short convolutions
+    summed over the blocks."""
+    from playground.layers.canon import Canon, DynamicCanon
     from playground.model import LM
 
     warm_vector_math()  # before any CPU op of this process (run/device.py: repeatability)
     with torch.device("meta"):
-        return LM(cfg.model, vocab_size).param_counts()["total"]
+        model = LM(cfg.model, vocab_size)
+    convs = sum(m.width for m in model.modules() if isinstance(m, (Canon, DynamicCanon)))
+    return model.param_counts()["total"], convs
+
+
+def parameter_count(cfg: Config, vocab_size: int) -> int:
+    """The model's parameters (tied weights once), from a build on the ``meta`` device."""
+    return model_counts(cfg, vocab_size)[0]
 
 
 def estimate(cfg: Config, vocab_size: int, device: torch.device) -> Estimate:
@@ -86,12 +113,20 @@ def estimate(cfg: Config, vocab_size: int, device: torch.device) -> Estimate:
     t, m = cfg.train, cfg.model
     share = t.batch_size // world()[1]
     tokens = min(t.micro_batch_size or share, share) * cfg.task.context  # per forward pass
-    params = parameter_count(cfg, vocab_size)
+    params, convs = model_counts(cfg, vocab_size)
     per_value = 2 if uses_bf16(device, t.dtype) else 4
     act = m.n_layers * m.depth_multiplier * tokens * m.d_model * ACT_VALUES * per_value
+    act += int(tokens * convs * CONV_VALUES * per_value)
     act += tokens * vocab_size * LOGIT_VALUES * 4
     batches = t.batch_size * cfg.task.context * BATCH_BYTES
     return Estimate(params, params * STATE_BYTES, act, batches)
+
+
+def gpu_bytes(cfg: Config, vocab_size: int) -> int:
+    """The GPU memory one run holds beside others on its GPU (a local sweep's ``per_gpu``): its
+    estimate on CUDA (state and activations, :func:`estimate`) and :data:`PROCESS_BYTES`."""
+    need = estimate(cfg, vocab_size, torch.device("cuda"))
+    return need.state + need.activations + int(PROCESS_BYTES)
 
 
 def size_text(n: float) -> str:

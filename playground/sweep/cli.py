@@ -25,6 +25,7 @@ from playground.sweep.launch import (
     launcher_overrides,
     plan,
     refuse_if_none_launchable,
+    run_bytes,
     run_local,
     run_multiruns,
     simulate,
@@ -230,6 +231,7 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
     print(f"{len(runs) - done - bad} of {len(runs)} runs to do ({done} finished"
           + (f", {bad} not launchable" if bad else "") + ")")
     print_estimate(costs, per_gpu)
+    print_memory([run for run, finished in costs if not finished], per_gpu)
     print_measured([run for run, finished in costs if finished])
     if deadline is not None:
         plan_hold([run for run, finished in costs if not finished], gpus, per_gpu, deadline,
@@ -265,6 +267,23 @@ def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float,
              f", {last * margin:,.0f} s)" if last > deadline else "")
           + ("; left for a later launch: " + ", ".join(run.out.name for run in left)
              if left else ""))
+
+
+def print_memory(todo: list, per_gpu: int) -> None:
+    """With runs sharing a GPU: the estimated GPU memory (``launch.run_bytes``) of the
+    ``per_gpu`` runs to do that need the most, together, which a launch holds against each
+    GPU's memory."""
+    from playground.run.budget import PROCESS_BYTES, size_text
+
+    if per_gpu < 2 or not todo:
+        return
+    needs = sorted(((run_bytes(run.config), run.out.name) for run in todo), reverse=True)
+    top = needs[:per_gpu]
+    print(f"estimated GPU memory (weights, gradients, AdamW states and activations, "
+          f"+ {size_text(PROCESS_BYTES)} a process; not an evaluation's own batch): the "
+          f"{len(top)} largest runs together {size_text(sum(b for b, _ in top))}, the largest "
+          f"{size_text(top[0][0])} ({top[0][1]}); a launch starts a run on a GPU only where its "
+          "runs' estimates fit the GPU's memory")
 
 
 def print_estimate(costs: list, per_gpu: int) -> None:

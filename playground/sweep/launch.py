@@ -17,6 +17,8 @@ for a machine or job that is held for a fixed time, so that no run is cut off ha
 guard (:func:`guard_victim`) projects each GPU's end from its runs' measured step rates every
 ``GUARD_EVERY_S`` and stops, resumably, the least advanced run of a GPU projected past the
 deadline, so that an estimate that was too low costs one run, not all the runs of that GPU.
+Runs sharing a GPU (``per_gpu``) join one only while their estimated memory fits in it
+(:func:`run_bytes`, against ``nvidia-smi``'s total: :meth:`Slots.fits`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -267,10 +270,16 @@ class Slots:
     (:meth:`ends`: a run that joins slows the runs there until one of them ends); the wall
     times rescaled once runs of their kind have finished (:func:`_kind`,
     ``CALIBRATED_MARGIN``). ``wall`` includes ``margin``: an estimate × the runs sharing ×
-    ``margin`` (:func:`expected_wall`, the default)."""
+    ``margin`` (:func:`expected_wall`, the default). With ``capacity`` (GPU -> bytes of memory),
+    a run joins the runs on a GPU only if their estimated memory and its own
+    (``memory(config)``, :func:`run_bytes` by default) fit in it; a run alone always starts (a
+    run too large for its device refuses itself)."""
 
     def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
-                 wall=None, say=print, margin: float = DEADLINE_MARGIN):
+                 wall=None, say=print, margin: float = DEADLINE_MARGIN,
+                 capacity: dict[str, int] | None = None, memory=None):
+        self.capacity, self.memory = capacity or {}, memory or run_bytes
+        self.needs: dict[int, int] = {}  # run -> its estimated GPU memory, bytes (:meth:`fits`)
         self.free = [d for _ in range(per_gpu) for d in devices]
         self.running: list[tuple[str, Planned, float]] = []  # (GPU, run, its start)
         self.deadline, self.say, self.margin = deadline, say, margin
@@ -321,14 +330,23 @@ class Slots:
             return None
         busy = [g for g, _, _ in self.running]
         sharing = {g: 1 + busy.count(g) for g in set(self.free)}
-        if self.deadline is None:
-            gpu = min(self.free, key=sharing.__getitem__)
-            return 0, gpu, sharing[gpu]
         for gpu in sorted(sharing, key=lambda g: (sharing[g], self.free.index(g))):
             for i, run in enumerate(queue):
-                if self.ends(gpu, run, elapsed) <= self.deadline:
+                if self.fits(gpu, run) and (self.deadline is None
+                                            or self.ends(gpu, run, elapsed) <= self.deadline):
                     return i, gpu, sharing[gpu]
         return None
+
+    def fits(self, gpu: str, run: Planned) -> bool:
+        """Whether ``run``'s estimated memory and that of the runs on ``gpu`` fit in its
+        ``capacity`` (True where it is not known, or the GPU has no run)."""
+        here = [r for g, r, _ in self.running if g == gpu]
+        if gpu not in self.capacity or not here:
+            return True
+        for r in (*here, run):
+            if id(r) not in self.needs:
+                self.needs[id(r)] = self.memory(r.config)
+        return sum(self.needs[id(r)] for r in (*here, run)) <= self.capacity[gpu]
 
     def ends(self, gpu: str, run: Planned, elapsed: float) -> float:
         """Seconds after the launch at which the last of ``gpu``'s runs would end if ``run``
@@ -396,6 +414,53 @@ class Slots:
             self.say(f"deadline: {'/'.join(kind)} runs take up to ×{self.ratios[kind]:.2f} of "
                      f"their estimate; the next are expected to take their estimate × "
                      f"{self.ratios[kind] * CALIBRATED_MARGIN:.2f}")
+
+
+def memory_rule_text(capacity: dict[str, int]) -> str:
+    """What a local launch of runs sharing GPUs knows of their memory (``capacity``, from
+    :func:`gpu_memory`) and does with it."""
+    from playground.run.budget import PROCESS_BYTES, size_text
+
+    if not capacity:
+        return ("GPU memory: unknown (nvidia-smi did not answer): runs join a GPU whatever "
+                "their estimated memory")
+    sizes = ", ".join(f"GPU {g} {size_text(b)}" for g, b in capacity.items())
+    return (f"GPU memory: {sizes}; a run joins a GPU's runs only if their estimated memory "
+            f"(weights, gradients, AdamW states and activations, + {size_text(PROCESS_BYTES)} "
+            "each) fits")
+
+
+def run_bytes(config: DictConfig) -> int:
+    """The GPU memory a run of ``config`` is estimated to hold beside others
+    (``budget.gpu_bytes``); 0 where the estimate cannot read the config."""
+    from playground.config import to_objects
+    from playground.run.budget import gpu_bytes
+    from playground.tasks import build_task
+
+    try:
+        cfg = to_objects(config)
+        return gpu_bytes(cfg, len(build_task(cfg.task).vocab))
+    except (ValueError, KeyError, AttributeError, ConfigError):
+        return 0
+
+
+def gpu_memory(devices: list[str]) -> dict[str, int]:
+    """Total memory, bytes, of each of ``devices`` (ids as ``nvidia-smi`` numbers them), read
+    with ``nvidia-smi``; empty where it is not there or does not answer."""
+    if shutil.which("nvidia-smi") is None:
+        return {}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.total",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    sizes = {}
+    for line in out.splitlines():
+        index, _, mib = line.partition(",")
+        if index.strip() in devices and mib.strip().isdigit():
+            sizes[index.strip()] = int(mib) * 2**20
+    return sizes
 
 
 def in_launch_order(todo: list[Planned], slots: int) -> list[Planned]:
@@ -563,8 +628,10 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
         print(f"{len(skipped)} of {len(planned)} run(s) finished already (each a summary.json "
               "with status finished, of the same config): skipped", flush=True)
         planned = [p for p in planned if not p.finished]
-    slots = Slots(_device_ids(gpus), per_gpu, deadline, wall,
-                  lambda line: print(line, flush=True), margin)
+    devices = _device_ids(gpus)
+    capacity = gpu_memory(devices) if gpus and per_gpu > 1 else {}
+    slots = Slots(devices, per_gpu, deadline, wall, lambda line: print(line, flush=True), margin,
+                  capacity)
     at_once = len(slots.free)  # the runs at once
     queue = in_launch_order([p for p in planned if p.error is None], at_once)
     total, durations, began, active = len(queue), [], time.monotonic(), {}
@@ -576,6 +643,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
               f"{log_dir}/<run>.<n>.log"
               + (f"; a run starts only if expected to end within deadline={deadline:g} s"
                  if deadline is not None else ""), flush=True)
+        if per_gpu > 1 and gpus:
+            print(memory_rule_text(capacity), flush=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while queue or active:
