@@ -74,6 +74,26 @@ def test_heatmap_title_names_every_lr_when_cells_chose_between_them():
     assert "best of n=2" in texts(best.axes[0])[0]
 
 
+
+def test_the_title_says_which_sizes_chose_between_lrs_and_which_ran_one():
+    """Where the sizes of a panel ran different learning rates (768D at two, 512D at one), the
+    title lists the rates by size; where every size ran the same, it lists them once."""
+    cells = pd.DataFrame([cell("L=3", "8L512D", lr=1e-3, seeds=1),
+                          cell("L=3", "8L768D", lr=5e-4, seeds=1, n_finished=2),
+                          cell("L=3", "12L768D", lr=1e-3, seeds=1, n_finished=2),
+                          cell("L=3", "12L512D", lr=1e-3, seeds=1)])
+    by_size = {"12L768D": [1e-3, 5e-4], "8L512D": [1e-3], "12L512D": [1e-3],
+               "8L768D": [5e-4, 1e-3]}
+    title = flat(plots.heatmap_figure(cells, "mano", agg="mean", lrs=by_size).get_suptitle())
+    assert ("best lr (lrs run: 5e-4, 1e-3 at 8L768D, 12L768D; 1e-3 at 8L512D, 12L512D)"
+            in title), title
+    one = {"8L512D": [1e-3], "8L768D": [5e-4]}  # one rate a size, not the same
+    assert ("each cell at the one lr it ran (lrs 1e-3 at 8L512D; 5e-4 at 8L768D)"
+            in plots.describe_cells(cells[cells["n_finished"] == 1], "mean", one))
+    same = {"8L512D": [1e-3], "12L512D": [1e-3]}
+    assert "mean over seeds, lr 1e-3;" in plots.describe_cells(
+        cells[cells["n_finished"] == 1], "mean", same)
+
 def test_a_metric_other_than_accuracy_has_its_own_colour_scale():
     cells = pd.DataFrame([cell("cfg3f", "8L512D", value=0.02, spread=0.001),
                           cell("cfg3f", "8L512D", canon="abcd_res", value=0.04, spread=0.002)])

@@ -145,11 +145,11 @@ def _with_metric(frame: pd.DataFrame, args: Args) -> pd.DataFrame:
     return frame
 
 
-def _lrs_run(frame: pd.DataFrame, panel: str) -> list[float]:
-    """The learning rates of the panel's finished runs that have a value."""
+def _lrs_run(frame: pd.DataFrame, panel: str) -> dict[str, list[float]]:
+    """The learning rates of the panel's finished runs that have a value, per model size."""
     done = frame[(frame["panel"] == panel) & (frame["status"] == "finished")
                  & frame["value"].notna()]
-    return sorted(done["lr"].dropna().unique())
+    return {size: sorted(block["lr"].dropna().unique()) for size, block in done.groupby("size")}
 
 
 def cmd_heatmap(args: Args, runs: pd.DataFrame | None = None) -> int:

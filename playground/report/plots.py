@@ -141,15 +141,34 @@ def seeds_text(counts) -> str:
     return f"{n} seed{'s' if counts[-1] > 1 else ''}"
 
 
+def lrs_text(lrs) -> str:
+    """Learning rates as the paper writes them, ``5e-4, 1e-3``; a dict of size -> rates whose
+    sizes ran different ones, by size: ``5e-4, 1e-3 at 8L768D, 12L768D; 1e-3 at 8L512D``."""
+    if not isinstance(lrs, dict):
+        return ", ".join(lr_text(lr) for lr in lrs) or "unknown"
+    groups: dict[tuple, list[str]] = {}
+    for size in sorted(lrs, key=size_order):
+        groups.setdefault(tuple(lrs[size]), []).append(size)
+    return "; ".join(f"{lrs_text(rates)} at {', '.join(sizes)}"
+                     for rates, sizes in sorted(groups.items(), key=lambda g: -len(g[0])))
+
+
 def describe_cells(cells: pd.DataFrame, agg: str = "best", lrs=None) -> str:
     """What a heatmap cell's value is, with the learning rate(s) run (``lrs``: those of the
-    panel's finished runs; default: the cells' own) and the seed counts: e.g. ``mean over seeds,
-    lr 1e-3; 2 seeds per cell``."""
+    panel's finished runs, a list, or a dict of size -> rates where sizes ran different ones;
+    default: the cells' own) and the seed counts: e.g. ``mean over seeds, lr 1e-3; 2 seeds per
+    cell``."""
     done = cells[cells["status"] == "finished"]
     if lrs is None:
         lrs = done["lr"] if "lr" in done else []
-    lrs = sorted({float(lr) for lr in lrs if not pd.isna(lr)})
-    listed = ", ".join(lr_text(lr) for lr in lrs) or "unknown"
+    if isinstance(lrs, dict):
+        lrs = {size: sorted({float(lr) for lr in rates if not pd.isna(lr)})
+               for size, rates in lrs.items()}
+        if len({tuple(rates) for rates in lrs.values()}) <= 1:  # every size ran the same
+            lrs = next(iter(lrs.values()), [])
+    if not isinstance(lrs, dict):
+        lrs = sorted({float(lr) for lr in lrs if not pd.isna(lr)})
+    listed = lrs_text(lrs)
     # a cell chose between learning rates when it has finished runs beyond its seeds at one lr
     chose = ("n_finished" in done and "seeds" in done
              and bool((done["n_finished"] > done["seeds"]).any()))
