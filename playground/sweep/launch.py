@@ -433,13 +433,12 @@ def memory_rule_text(capacity: dict[str, int]) -> str:
 def run_bytes(config: DictConfig) -> int:
     """The GPU memory a run of ``config`` is estimated to hold beside others
     (``budget.gpu_bytes``); 0 where the estimate cannot read the config."""
-    from playground.config import to_objects
     from playground.run.budget import gpu_bytes
-    from playground.tasks import build_task
+    from playground.run.train import checked_config
 
     try:
-        cfg = to_objects(config)
-        return gpu_bytes(cfg, len(build_task(cfg.task).vocab))
+        cfg, task, _ = checked_config(config)
+        return gpu_bytes(cfg, len(task.vocab))
     except (ValueError, KeyError, AttributeError, ConfigError):
         return 0
 
