@@ -743,13 +743,46 @@ def test_a_launch_reads_each_gpus_memory_from_nvidia_smi(monkeypatch):
     assert "unknown" in launch.memory_rule_text({})
 
 
-def test_run_bytes_is_the_runs_cuda_estimate_and_a_process_overhead(tmp_path):
-    """A sweep run's memory for sharing is its CUDA estimate (state and activations) plus
-    ``PROCESS_BYTES``."""
+def test_a_run_is_expected_to_hold_its_estimate_rescaled_by_its_kinds_measured_peaks(tmp_path):
+    """A sweep run's memory is its CUDA estimate (state and activations: ``run_bytes``); beside
+    others it is expected to hold that × the largest measured / estimated peak that the finished
+    runs of its kind (mixer, task) recorded, where above 1, + ``PROCESS_BYTES``."""
     from playground.tasks import build_task
 
-    run = launch.plan([[*TINY, "canon=ABCD", f"out_dir={tmp_path}/r"]])[0]
-    cfg = to_objects(run.config)
+    runs = launch.plan([[*TINY, "canon=ABCD", f"seed={s}", f"out_dir={tmp_path}/r{s}"]
+                        for s in range(3)])
+    cfg = to_objects(runs[0].config)
     need = budget.estimate(cfg, len(build_task(cfg.task).vocab), torch.device("cuda"))
-    assert launch.run_bytes(run.config) == \
-        need.state + need.activations + int(budget.PROCESS_BYTES)
+    estimate = need.state + need.activations
+    assert launch.run_bytes(runs[0].config) == estimate
+    said = []
+    slots = launch.Slots(["0"], 3, say=said.append)
+    assert slots.need(runs[2]) == estimate + budget.PROCESS_BYTES
+    for run, ratio in ((runs[0], 0.8), (runs[1], 2.5)):
+        run.out.mkdir(parents=True)
+        (run.out / "summary.json").write_text(json.dumps(
+            {"status": "finished", "peak_memory_bytes": int(estimate * ratio)}))
+    slots.learn_memory(runs[0])  # below its estimate: the estimate stands
+    assert slots.need(runs[2]) == estimate + budget.PROCESS_BYTES and not said
+    slots.learn_memory(runs[1])
+    assert slots.need(runs[2]) == pytest.approx(estimate * 2.5 + budget.PROCESS_BYTES, rel=1e-6)
+    assert said == ["memory: attention/depo runs held up to ×2.50 their estimated memory; the "
+                    "next are expected to hold that"]
+    slots.learn_memory(launch.Planned(9, [], runs[0].config, tmp_path / "none"))  # no record
+    assert len(said) == 1
+
+
+def test_a_dry_run_of_runs_sharing_a_gpu_prints_what_the_largest_would_hold(tmp_path, capsys):
+    """With ``per_gpu`` above 1 the dry run prints the memory the largest runs to do are expected
+    to hold together, each as a launch expects it (``Slots.need``)."""
+    from playground.run.budget import size_text
+    from playground.sweep.cli import dry_run
+
+    runs = [[*TINY, f"canon={c}", "seed=0", f"out_dir={tmp_path}/{c}"] for c in ("none", "ABCD")]
+    dry_run(None, runs, "local", per_gpu=2)
+    slots = launch.Slots([], 2)
+    total = sum(slots.need(run) for run in launch.plan(runs))
+    out = capsys.readouterr().out
+    assert f"the 2 largest runs together {size_text(total)}" in out, out
+    dry_run(None, runs, "local", per_gpu=1)
+    assert "expected GPU memory" not in capsys.readouterr().out

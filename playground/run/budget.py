@@ -22,8 +22,9 @@ Against the peaks the compiled CUDA runs of ``results/mini/runs`` measured
 0.72-1.54 over every backbone (Mamba2 below 1, GDN above). Not counted is what an evaluation holds
 at its own batch (``train.eval_batch_size``): Lano's, with its generation's decoding cache,
 peaked at up to 2.2 × the estimate. Runs sharing a GPU
-(a local sweep's ``per_gpu``) each hold their estimate, plus the process's CUDA context and the
-allocator's reserve (:data:`PROCESS_BYTES`; :func:`gpu_bytes`).
+(a local sweep's ``per_gpu``) each hold their estimate (:func:`gpu_bytes`; the launcher rescales
+it by the peaks the finished runs of its kind recorded), plus the process's CUDA context and the
+allocator's reserve (:data:`PROCESS_BYTES`).
 
 What a run will cost in time and disk (:func:`cost`), as simply: :data:`FLOPS_PER_TOKEN` per
 parameter and trained token at an assumed rate of the device (:data:`DEVICE_FLOPS`), and
@@ -123,10 +124,10 @@ def estimate(cfg: Config, vocab_size: int, device: torch.device) -> Estimate:
 
 
 def gpu_bytes(cfg: Config, vocab_size: int) -> int:
-    """The GPU memory one run holds beside others on its GPU (a local sweep's ``per_gpu``): its
-    estimate on CUDA (state and activations, :func:`estimate`) and :data:`PROCESS_BYTES`."""
+    """The run's estimated GPU memory (state and activations on CUDA, :func:`estimate`), as
+    the peak it records (``peak_memory_bytes``) measures it: without :data:`PROCESS_BYTES`."""
     need = estimate(cfg, vocab_size, torch.device("cuda"))
-    return need.state + need.activations + int(PROCESS_BYTES)
+    return need.state + need.activations
 
 
 def size_text(n: float) -> str:

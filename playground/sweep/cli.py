@@ -21,11 +21,11 @@ from playground.errors import ConfigError
 from playground.sweep.launch import (
     DEADLINE_MARGIN,
     LAUNCHERS,
+    Slots,
     checked_finished,
     launcher_overrides,
     plan,
     refuse_if_none_launchable,
-    run_bytes,
     run_local,
     run_multiruns,
     simulate,
@@ -231,7 +231,7 @@ def dry_run(sweep: Sweep | None, runs: list[list[str]], launcher: str, per_gpu: 
     print(f"{len(runs) - done - bad} of {len(runs)} runs to do ({done} finished"
           + (f", {bad} not launchable" if bad else "") + ")")
     print_estimate(costs, per_gpu)
-    print_memory([run for run, finished in costs if not finished], per_gpu)
+    print_memory(costs, per_gpu)
     print_measured([run for run, finished in costs if finished])
     if deadline is not None:
         plan_hold([run for run, finished in costs if not finished], gpus, per_gpu, deadline,
@@ -269,21 +269,30 @@ def plan_hold(todo: list, gpus: int, per_gpu: int, deadline: float,
              if left else ""))
 
 
-def print_memory(todo: list, per_gpu: int) -> None:
-    """With runs sharing a GPU: the estimated GPU memory (``launch.run_bytes``) of the
-    ``per_gpu`` runs to do that need the most, together, which a launch holds against each
-    GPU's memory."""
+def print_memory(costs: list, per_gpu: int) -> None:
+    """With runs sharing a GPU: the GPU memory the ``per_gpu`` runs to do that need the most
+    are expected to hold together, as a launch expects it (``launch.Slots.need``: each run's
+    estimate, rescaled by the peaks the finished runs of its kind recorded, + the process's
+    overhead) and holds it against each GPU's memory."""
     from playground.run.budget import PROCESS_BYTES, size_text
 
+    todo = [run for run, finished in costs if not finished]
     if per_gpu < 2 or not todo:
         return
-    needs = sorted(((run_bytes(run.config), run.out.name) for run in todo), reverse=True)
+    slots = Slots([], per_gpu, say=lambda _: None)
+    for run in (run for run, finished in costs if finished):
+        slots.learn_memory(run)
+    needs = sorted(((slots.need(run), run.out.name) for run in todo), reverse=True)
     top = needs[:per_gpu]
-    print(f"estimated GPU memory (weights, gradients, AdamW states and activations, "
-          f"+ {size_text(PROCESS_BYTES)} a process; not an evaluation's own batch): the "
-          f"{len(top)} largest runs together {size_text(sum(b for b, _ in top))}, the largest "
-          f"{size_text(top[0][0])} ({top[0][1]}); a launch starts a run on a GPU only where its "
-          "runs' estimates fit the GPU's memory")
+    rescaled = ", ".join(f"{'/'.join(kind)} ×{ratio:.2f}" for kind, ratio in slots.peaks.items()
+                         if ratio > 1.0)
+    print("expected GPU memory (weights, gradients, AdamW states and activations"
+          + (f", × the largest measured / estimated peak of the finished runs: {rescaled}"
+             if rescaled else "")
+          + f", + {size_text(PROCESS_BYTES)} a process): the {len(top)} largest runs together "
+          f"{size_text(sum(b for b, _ in top))}, the largest {size_text(top[0][0])} "
+          f"({top[0][1]}); a launch starts a run on a GPU only where it fits beside the GPU's "
+          "runs")
 
 
 def print_estimate(costs: list, per_gpu: int) -> None:

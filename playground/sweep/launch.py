@@ -271,15 +271,17 @@ class Slots:
     times rescaled once runs of their kind have finished (:func:`_kind`,
     ``CALIBRATED_MARGIN``). ``wall`` includes ``margin``: an estimate × the runs sharing ×
     ``margin`` (:func:`expected_wall`, the default). With ``capacity`` (GPU -> bytes of memory),
-    a run joins the runs on a GPU only if their estimated memory and its own
-    (``memory(config)``, :func:`run_bytes` by default) fit in it; a run alone always starts (a
-    run too large for its device refuses itself)."""
+    a run joins the runs on a GPU only if their expected memory and its own fit in it
+    (:meth:`need`: the estimate, ``memory(config)``, :func:`run_bytes` by default, rescaled
+    once runs of its kind have recorded their peaks, :meth:`learn_memory`); a run alone always
+    starts (a run too large for its device refuses itself)."""
 
     def __init__(self, devices: list[str], per_gpu: int, deadline: float | None = None,
                  wall=None, say=print, margin: float = DEADLINE_MARGIN,
                  capacity: dict[str, int] | None = None, memory=None):
         self.capacity, self.memory = capacity or {}, memory or run_bytes
-        self.needs: dict[int, int] = {}  # run -> its estimated GPU memory, bytes (:meth:`fits`)
+        self.estimates: dict[int, int] = {}  # run -> its estimated GPU memory, bytes
+        self.peaks: dict[tuple[str, str], float] = {}  # kind -> largest measured / estimated
         self.free = [d for _ in range(per_gpu) for d in devices]
         self.running: list[tuple[str, Planned, float]] = []  # (GPU, run, its start)
         self.deadline, self.say, self.margin = deadline, say, margin
@@ -338,15 +340,46 @@ class Slots:
         return None
 
     def fits(self, gpu: str, run: Planned) -> bool:
-        """Whether ``run``'s estimated memory and that of the runs on ``gpu`` fit in its
+        """Whether ``run``'s expected memory and that of the runs on ``gpu`` fit in its
         ``capacity`` (True where it is not known, or the GPU has no run)."""
         here = [r for g, r, _ in self.running if g == gpu]
         if gpu not in self.capacity or not here:
             return True
-        for r in (*here, run):
-            if id(r) not in self.needs:
-                self.needs[id(r)] = self.memory(r.config)
-        return sum(self.needs[id(r)] for r in (*here, run)) <= self.capacity[gpu]
+        return sum(self.need(r) for r in (*here, run)) <= self.capacity[gpu]
+
+    def estimate(self, run: Planned) -> int:
+        """``run``'s estimated GPU memory, bytes (``memory``; read once)."""
+        if id(run) not in self.estimates:
+            self.estimates[id(run)] = self.memory(run.config)
+        return self.estimates[id(run)]
+
+    def need(self, run: Planned) -> float:
+        """The GPU memory ``run`` is expected to hold beside others: its estimate × the largest
+        measured / estimated peak of the finished runs of its kind where above 1, +
+        ``PROCESS_BYTES`` (CUDA context, allocator reserve)."""
+        from playground.run.budget import PROCESS_BYTES
+
+        ratio = max(1.0, self.peaks.get(_kind(run.config), 1.0))
+        return self.estimate(run) * ratio + PROCESS_BYTES
+
+    def learn_memory(self, run: Planned) -> None:
+        """Keep the largest measured / estimated peak of ``run``'s kind from its finished
+        record (``summary.json``'s ``peak_memory_bytes``: the training step's, or an
+        evaluation's where that held more, as Lano's generation does), saying when it rises
+        above 1."""
+        try:
+            peak = json.loads((run.out / "summary.json").read_text()).get("peak_memory_bytes")
+        except (OSError, ValueError, AttributeError):
+            return
+        estimate = self.estimate(run)
+        if not peak or not estimate:
+            return
+        kind, ratio = _kind(run.config), peak / estimate
+        if ratio > self.peaks.get(kind, 0.0):
+            self.peaks[kind] = ratio
+            if ratio > 1.0:
+                self.say(f"memory: {'/'.join(kind)} runs held up to ×{ratio:.2f} their estimated "
+                         "memory; the next are expected to hold that")
 
     def ends(self, gpu: str, run: Planned, elapsed: float) -> float:
         """Seconds after the launch at which the last of ``gpu``'s runs would end if ``run``
@@ -425,14 +458,15 @@ def memory_rule_text(capacity: dict[str, int]) -> str:
         return ("GPU memory: unknown (nvidia-smi did not answer): runs join a GPU whatever "
                 "their estimated memory")
     sizes = ", ".join(f"GPU {g} {size_text(b)}" for g, b in capacity.items())
-    return (f"GPU memory: {sizes}; a run joins a GPU's runs only if their estimated memory "
-            f"(weights, gradients, AdamW states and activations, + {size_text(PROCESS_BYTES)} "
-            "each) fits")
+    return (f"GPU memory: {sizes}; a run joins a GPU's runs only if their expected memory fits "
+            "(each: weights, gradients, AdamW states and activations, × the largest measured / "
+            f"estimated peak of its kind's finished runs where above 1, + "
+            f"{size_text(PROCESS_BYTES)})")
 
 
 def run_bytes(config: DictConfig) -> int:
-    """The GPU memory a run of ``config`` is estimated to hold beside others
-    (``budget.gpu_bytes``); 0 where the estimate cannot read the config."""
+    """The GPU memory a run of ``config`` is estimated to hold (``budget.gpu_bytes``: state and
+    activations); 0 where the estimate cannot read the config."""
     from playground.run.budget import gpu_bytes
     from playground.run.train import checked_config
 
@@ -631,6 +665,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
     capacity = gpu_memory(devices) if gpus and per_gpu > 1 else {}
     slots = Slots(devices, per_gpu, deadline, wall, lambda line: print(line, flush=True), margin,
                   capacity)
+    for run in skipped if capacity else ():  # the measured peaks of the folder's finished runs
+        slots.learn_memory(run)
     at_once = len(slots.free)  # the runs at once
     queue = in_launch_order([p for p in planned if p.error is None], at_once)
     total, durations, began, active = len(queue), [], time.monotonic(), {}
@@ -682,6 +718,8 @@ def run_local(runs: list[list[str]], gpus: int, log_dir: Path, per_gpu: int = 1,
                 durations.append(time.monotonic() - start)
                 if proc.returncode == 0:
                     slots.calibrate(run, ratio, durations[-1])
+                    if capacity:
+                        slots.learn_memory(run)
                 label = f"{len(durations)}/{total}: {run.out.name}"
                 line = ended(run, proc.returncode, Path(log.name), label, durations[-1])[1]
                 done = progress_text(durations, total, at_once, time.monotonic() - began)
