@@ -256,6 +256,57 @@ def test_a_full_disk_ends_the_run_failed_in_one_line(tmp_path):
     assert list((out / "checkpoints").iterdir()) == [] and not (out / runs.RESERVE).exists()
 
 
+
+OOM_DRIVER = textwrap.dedent("""
+    import sys
+    import torch
+    import playground.run.loop as loop
+
+    real_step, calls = loop.train_step, []
+
+    def step(*args, **kwargs):  # the GPU runs out of memory at step 4, under a wrapper
+        calls.append(1)
+        if len(calls) == 4:
+            try:
+                raise torch.OutOfMemoryError(
+                    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                    "of 79.19 GiB of which 1.06 GiB is free. Process 4242 has 30.00 GiB memory "
+                    "in use. Of the allocated memory 45.1 GiB is allocated by PyTorch. If ...")
+            except torch.OutOfMemoryError as err:
+                raise RuntimeError("compiled step failed") from err
+        return real_step(*args, **kwargs)
+
+    loop.train_step = step
+    from playground.run.train import main
+    sys.argv = ["playground-train", *sys.argv[1:]]
+    main()
+""")
+
+
+def test_the_gpu_out_of_memory_ends_the_run_failed_in_one_line(tmp_path):
+    """CUDA out of memory (here behind the error of a wrapper, as compilation raises it) ends
+    the run with exit 1 and one line: PyTorch's account of the GPU's memory, the processes
+    holding it included, and what lets the same command resume; summary.json says failed: out
+    of GPU memory; the same command then resumes from the checkpoint before it."""
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-c", OOM_DRIVER, *TINY, "train.steps=10",
+                           f"out_dir={out}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if "out of GPU memory" in line]
+    assert len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith(f"playground-train: {out}: failed: out of GPU memory: CUDA out of "
+                               "memory. Tried to allocate 2.00 GiB.")
+    assert "Process 4242 has 30.00 GiB memory in use" in lines[0]
+    assert "Of the allocated" not in lines[0] and "per_gpu" in lines[0]
+    summary = runs.read_json(out / "summary.json")
+    assert summary["status"] == "failed" and summary["error"].startswith("out of GPU memory: CUDA")
+    assert "step_00000003.pt" in {p.name for p in (out / "checkpoints").iterdir()}
+    again = subprocess.run([sys.executable, "-m", "playground.run.train", *TINY,
+                            "train.steps=10", f"out_dir={out}"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "resum" in again.stdout.lower(), again.stdout[-2000:]
+    assert runs.read_json(out / "summary.json")["status"] == "finished"
+
 # -- sweeps ----------------------------------------------------------------------------------------
 
 SWEEP_FILE = """

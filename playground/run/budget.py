@@ -130,6 +130,18 @@ def gpu_bytes(cfg: Config, vocab_size: int) -> int:
     return need.state + need.activations
 
 
+def oom_text(err: BaseException) -> str | None:
+    """``out of GPU memory: …`` (PyTorch's account of the GPU's memory, the processes holding
+    it included, without its advice) for a CUDA out-of-memory error behind ``err`` (itself, or
+    a cause it wraps, as compilation does), else None."""
+    while err is not None and not isinstance(err, torch.OutOfMemoryError):
+        err = err.__cause__ or err.__context__
+    if err is None:
+        return None
+    message = " ".join(str(err).split()).split(" Of the allocated memory")[0]
+    return f"out of GPU memory: {message.rstrip('.')}"
+
+
 def size_text(n: float) -> str:
     """Bytes as ``12.3 GB`` (powers of 1000)."""
     units = ["B", "kB", "MB", "GB", "TB"]

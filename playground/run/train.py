@@ -43,7 +43,7 @@ from playground.data.packing import check_fits, count_windows, shard_size
 from playground.errors import ConfigError
 from playground.run import evaluate as ev
 from playground.run import rundir as runs
-from playground.run.budget import check_cost, check_memory
+from playground.run.budget import check_cost, check_memory, oom_text
 from playground.run.device import is_main, teardown, world
 from playground.run.loop import Diverged, Preempted, Trainer
 from playground.run.runlog import NAME as LOG_NAME
@@ -253,9 +253,23 @@ def train_with_mirror(trainer: Trainer, cfg: Config, container: dict) -> dict:
 
 
 def error_text(err: BaseException) -> str:
-    """summary.json's ``error``: ``no space left on device (writing PATH)`` for a full disk, else
-    the exception's type and message."""
-    return runs.disk_full_text(err) or f"{type(err).__name__}: {err}"
+    """summary.json's ``error``: ``no space left on device (writing PATH)`` for a full disk,
+    ``out of GPU memory: …`` for CUDA's (``budget.oom_text``), else the exception's type and
+    message."""
+    return runs.disk_full_text(err) or oom_text(err) or f"{type(err).__name__}: {err}"
+
+
+def resumable_text(err: BaseException) -> str | None:
+    """One line for a failure the same command resumes from once its cause is gone (a full disk,
+    the GPU out of memory): what failed and what to do; None for any other."""
+    if (full := runs.disk_full_text(err)) is not None:
+        return (f"{full}; free some space, then run the same command again: it resumes from the "
+                "newest intact checkpoint")
+    if (oom := oom_text(err)) is not None:
+        return (f"{oom}; with fewer processes on the GPU (a sweep's per_gpu) or a smaller "
+                "train.micro_batch_size, the same command resumes from the newest intact "
+                "checkpoint")
+    return None
 
 
 def status_of(err: BaseException) -> str:
@@ -323,10 +337,8 @@ def _job(cfg: DictConfig, log: RunLog) -> float | None:
             return None
         raise SystemExit(1) from None
     except Exception as err:
-        if (full := runs.disk_full_text(err)) is not None:  # recorded by run() where it could be
-            print(f"playground-train: {cfg.out_dir}: failed: {full}; free some space, then run the "
-                  "same command again: it resumes from the newest intact checkpoint",
-                  file=sys.stderr)
+        if (text := resumable_text(err)) is not None:  # recorded by run() where it could be
+            print(f"playground-train: {cfg.out_dir}: failed: {text}", file=sys.stderr)
             if sweep:
                 return None
             raise SystemExit(1) from None
