@@ -211,3 +211,21 @@ def test_two_gpus_log_the_losses_of_one(tmp_path, sync):
     assert runs.read_json(tmp_path / "two" / "summary.json")["world_size"] == 2
     assert len(one) == len(two) == 30
     assert all(abs(a - b) <= 2e-3 * max(1.0, abs(a)) for a, b in zip(one, two)), (one, two)
+
+
+def test_a_launch_reads_the_gpus_memory_and_names_a_real_out_of_memory():
+    """On a real GPU: ``launch.gpu_memory`` reads the device's total memory from nvidia-smi
+    (what PyTorch reports, to the MiB), and ``budget.oom_text`` turns PyTorch's own
+    out-of-memory error into its one line, the allocation asked for and the GPU's capacity
+    kept, its advice left out."""
+    from playground.run.budget import oom_text
+    from playground.sweep import launch
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    read = launch.gpu_memory(["0"])
+    assert abs(read["0"] - total) < 2**21, (read, total)
+    with pytest.raises(torch.OutOfMemoryError) as caught:
+        torch.empty(4 * total, dtype=torch.uint8, device="cuda")
+    text = oom_text(caught.value)
+    assert text.startswith("out of GPU memory: CUDA out of memory. Tried to allocate"), text
+    assert "total capacity" in text and "PYTORCH_CUDA_ALLOC_CONF" not in text, text
