@@ -171,6 +171,7 @@ def test_tiny_run_trains_on_cuda(make_cfg):
     assert summary["status"] == "finished" and summary["device"].startswith("cuda")
     assert summary["device_name"] == torch.cuda.get_device_name()
     assert summary["peak_memory_bytes"] > 0 and summary["final_loss"] < 2.0
+    assert summary["peak_reserved_bytes"] >= summary["peak_memory_bytes"]
 
 
 def _train_losses(out, *overrides: str, procs: int = 1) -> list[float]:

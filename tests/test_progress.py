@@ -770,6 +770,12 @@ def test_a_run_is_expected_to_hold_its_estimate_rescaled_by_its_kinds_measured_p
                     "next are expected to hold that"]
     slots.learn_memory(launch.Planned(9, [], runs[0].config, tmp_path / "none"))  # no record
     assert len(said) == 1
+    (runs[2].out).mkdir(parents=True)  # what the allocator held counts where recorded
+    (runs[2].out / "summary.json").write_text(json.dumps(
+        {"status": "finished", "peak_memory_bytes": int(estimate * 2),
+         "peak_reserved_bytes": int(estimate * 3)}))
+    slots.learn_memory(runs[2])
+    assert slots.peaks[("attention", "depo")] == pytest.approx(3.0, rel=1e-6)
 
 
 def test_a_dry_run_of_runs_sharing_a_gpu_prints_what_the_largest_would_hold(tmp_path, capsys):

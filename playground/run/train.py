@@ -281,12 +281,17 @@ def status_of(err: BaseException) -> str:
 
 
 def end_facts(trainer: Trainer) -> dict:
-    peak = (torch.cuda.max_memory_allocated(trainer.device) if trainer.device.type == "cuda"
-            else None)
+    """What a run's end records beside its status: steps, tokens, time and rate, the peak GPU
+    memory its tensors took (``peak_memory_bytes``) and the caching allocator held from the GPU
+    (``peak_reserved_bytes``, what runs sharing a GPU leave each other), the last loss."""
+    cuda = trainer.device.type == "cuda"
+    peak = torch.cuda.max_memory_allocated(trainer.device) if cuda else None
+    reserved = torch.cuda.max_memory_reserved(trainer.device) if cuda else None
     train_logs = [r for r in trainer.log.records() if r.get("split") == "train"]
     return {"step": trainer.step, "tokens": trainer.tokens_seen, "wall_time_s": trainer.train_time,
             "tokens_per_s": trainer.tokens_seen / max(trainer.train_time, 1e-9),
-            "peak_memory_bytes": peak, "final_loss": train_logs[-1]["loss"] if train_logs else None,
+            "peak_memory_bytes": peak, "peak_reserved_bytes": reserved,
+            "final_loss": train_logs[-1]["loss"] if train_logs else None,
             "skipped_steps": trainer.skipped, "compile": trainer.compile_facts(),
             "finished": datetime.now(timezone.utc).isoformat()}
 

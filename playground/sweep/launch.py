@@ -364,11 +364,12 @@ class Slots:
 
     def learn_memory(self, run: Planned) -> None:
         """Keep the largest measured / estimated peak of ``run``'s kind from its finished
-        record (``summary.json``'s ``peak_memory_bytes``: the training step's, or an
-        evaluation's where that held more, as Lano's generation does), saying when it rises
-        above 1."""
+        record (``summary.json``'s ``peak_reserved_bytes``, what the allocator held, where
+        recorded, else ``peak_memory_bytes``: the training step's, or an evaluation's where
+        that held more, as Lano's generation does), saying when it rises above 1."""
         try:
-            peak = json.loads((run.out / "summary.json").read_text()).get("peak_memory_bytes")
+            summary = json.loads((run.out / "summary.json").read_text())
+            peak = summary.get("peak_reserved_bytes") or summary.get("peak_memory_bytes")
         except (OSError, ValueError, AttributeError):
             return
         estimate = self.estimate(run)
