@@ -17,7 +17,7 @@ The estimate is deliberately simple (a guard against the impossible, not a profi
 A run whose estimate exceeds the device's whole memory is refused (:func:`check_memory`, naming the
 keys of the largest part); one that exceeds what is free now gets a warning with the estimate.
 Against the peaks the compiled CUDA runs of ``results/mini/runs`` measured
-(``torch.cuda.max_memory_allocated``, H200, 2026-11-24 to 12-05), measured ÷ estimated is
+(``torch.cuda.max_memory_allocated``, H100 and H200, 2026-11-24 to 12-05), measured ÷ estimated is
 0.82-1.04 for the 76 Llama fig7 runs where the training step sets the peak (Depo, Brevo, Mano),
 0.72-1.54 over every backbone (Mamba2 below 1, GDN above). Not counted is what an evaluation holds
 at its own batch (``train.eval_batch_size``): Lano's, with its generation's decoding cache,
@@ -46,8 +46,8 @@ from playground.run.device import check_device, memory_of, warm_vector_math, wor
 STATE_BYTES = 16  # per parameter: fp32 weight, gradient, AdamW's exp_avg and exp_avg_sq
 ACT_VALUES = 20  # activations kept per block, token and model channel
 # Per token and channel of a Canon layer or short conv: its output kept beside its input. The
-# compiled fig7 runs with Canon-ABCD over the same runs without (results/mini/runs, H200,
-# 2026-11-24 to 12-05): 0.7-1.9 values, median 1.27.
+# compiled fig7 runs with Canon-ABCD over the same runs without (results/mini/runs, H100 and
+# H200, 2026-11-24 to 12-05): 0.7-1.9 values, median 1.27.
 CONV_VALUES = 1.3
 # A process's GPU memory beyond its allocated peak: CUDA context, kernels and the caching
 # allocator's reserve. Two Depo1 8L768D runs sharing an H200 (peaks 9.28 GB each) held 21.2 GB

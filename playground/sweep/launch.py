@@ -17,8 +17,8 @@ for a machine or job that is held for a fixed time, so that no run is cut off ha
 guard (:func:`guard_victim`) projects each GPU's end from its runs' measured step rates every
 ``GUARD_EVERY_S`` and stops, resumably, the least advanced run of a GPU projected past the
 deadline, so that an estimate that was too low costs one run, not all the runs of that GPU.
-Runs sharing a GPU (``per_gpu``) join one only while their estimated memory fits in it
-(:func:`run_bytes`, against ``nvidia-smi``'s total: :meth:`Slots.fits`).
+Runs sharing a GPU (``per_gpu``) join one only while their expected memory fits in it
+(:meth:`Slots.need`, against ``nvidia-smi``'s total: :meth:`Slots.fits`).
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ class Slots:
             return True
         return sum(self.need(r) for r in (*here, run)) <= self.capacity[gpu]
 
-    def estimate(self, run: Planned) -> int:
+    def memory_estimate(self, run: Planned) -> int:
         """``run``'s estimated GPU memory, bytes (``memory``; read once)."""
         if id(run) not in self.estimates:
             self.estimates[id(run)] = self.memory(run.config)
@@ -360,7 +360,7 @@ class Slots:
         from playground.run.budget import PROCESS_BYTES
 
         ratio = max(1.0, self.peaks.get(_kind(run.config), 1.0))
-        return self.estimate(run) * ratio + PROCESS_BYTES
+        return self.memory_estimate(run) * ratio + PROCESS_BYTES
 
     def learn_memory(self, run: Planned) -> None:
         """Keep the largest measured / estimated peak of ``run``'s kind from its finished
@@ -372,7 +372,7 @@ class Slots:
             peak = summary.get("peak_reserved_bytes") or summary.get("peak_memory_bytes")
         except (OSError, ValueError, AttributeError):
             return
-        estimate = self.estimate(run)
+        estimate = self.memory_estimate(run)
         if not peak or not estimate:
             return
         kind, ratio = _kind(run.config), peak / estimate
