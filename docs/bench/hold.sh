@@ -11,7 +11,8 @@
 #   (none when less than MIN_LAUNCH_S, default 120 s): a launch that ends early leaves its time to
 #   the next, in the same hold, with no machine start between. Beside
 #   it a packer, every PACK_S s (default 20): the finished new run records under results/ (checkpoints
-#   left out) into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi and of uptime.
+#   left out) into runs.tgz, the launch's and runs' logs into logs.tgz, a line of nvidia-smi per GPU (time, index,
+#   use, memory, power, clock) and one of uptime.
 # both: copy the report folder to $OUT (default /tmp/hold/out) every 10 s until SECONDS have
 #   passed or the launch is done (seen within a second; then one more packing round at once, so a
 #   run that ends in the call comes back with its answer: a run short enough can take one call, no
@@ -90,7 +91,7 @@ logs=\$(find results \\( -path "*/.*logs/*" -o -name train.log \\) -newer $ROOT/
 rm -f $R/.runs.\$\$.tgz $R/.logs.\$\$.tgz
 EOS
   setsid nohup bash -c 'while sleep '$PACK_S'; do bash '$ROOT'/pack.sh
-    nvidia-smi --query-gpu=utilization.gpu,memory.used,power.draw,clocks.sm --format=csv,noheader \
+    nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,power.draw,clocks.sm --format=csv,noheader \
       >> '$R'/smi.csv 2> /dev/null; uptime >> '$R'/load.txt
   done' > /dev/null 2>&1 < /dev/null &
   echo $! > $ROOT/packer.pid
