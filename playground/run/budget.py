@@ -7,10 +7,11 @@ The estimate is deliberately simple (a guard against the impossible, not a profi
   parameters counted on a model built on the ``meta`` device (exact, allocating nothing);
 - **activations** kept for the backward: blocks × windows per forward pass × ``task.context`` ×
   ``model.d_model`` × :data:`ACT_VALUES` values (about what a pre-norm block with attention
-  through SDPA, a SwiGLU MLP and Canon layers keeps: Korthikanti et al. 2022 count 17 for a GPT
-  block without Canon), 2 bytes each under bf16 autocast, else 4; plus :data:`CONV_VALUES` per
-  token and channel of every Canon layer and short convolution (their channels counted on the
-  same ``meta`` build); plus the logits (fp32, with their softmax and its gradient);
+  through SDPA and a SwiGLU MLP keeps: Korthikanti et al. 2022 count 17 for a GPT block; GDN's
+  and Mamba2's blocks :data:`ACT_VALUES_BY_MIXER`), 2 bytes each under bf16 autocast, else 4;
+  plus :data:`CONV_VALUES` per token and channel of every Canon layer and short convolution
+  (their channels counted on the same ``meta`` build); plus the logits (fp32, with their
+  softmax and its gradient);
 - **batches**: the global batch as the loader hands it over (int64 tokens, bool mask, int32
   segments: 13 bytes a token), on the host.
 
@@ -19,7 +20,8 @@ keys of the largest part); one that exceeds what is free now gets a warning with
 Against the peaks the compiled CUDA runs of ``results/mini/runs`` measured
 (``torch.cuda.max_memory_allocated``, H100 and H200, 2026-11-24 to 12-05), measured ÷ estimated is
 0.82-1.04 for the 76 Llama fig7 runs where the training step sets the peak (Depo, Brevo, Mano),
-0.72-1.54 over every backbone (Mamba2 below 1, GDN above). Not counted is what an evaluation holds
+0.82-1.13 over the 222 records of every backbone at 8L512D and above, up to 1.30 for the 4L128D
+runs (length generalisation). Not counted is what an evaluation holds
 at its own batch (``train.eval_batch_size``): Lano's, with its generation's decoding cache,
 peaked at up to 2.2 × the estimate. Runs sharing a GPU
 (a local sweep's ``per_gpu``) each hold their estimate (:func:`gpu_bytes`; the launcher rescales
@@ -45,6 +47,11 @@ from playground.run.device import check_device, memory_of, warm_vector_math, wor
 
 STATE_BYTES = 16  # per parameter: fp32 weight, gradient, AdamW's exp_avg and exp_avg_sq
 ACT_VALUES = 20  # activations kept per block, token and model channel
+# ... for the mixers that keep more or fewer: fitted to the recorded peaks of results/mini (Depo,
+# Brevo and Mano runs, the Canon and logits terms taken off; H100 and H200, 2026-11-24 to 12-05):
+# Llama 13.7-26.8 (median 18.8, 194 runs), GLA 17.5-22.5 (19.7, 30), GDN 26.5-31.6 (27.8, 6),
+# Mamba2's blocks (two a layer, no MLP) 12.2-16.4 (13.4, 24).
+ACT_VALUES_BY_MIXER = {"gdn": 28, "mamba2": 14}
 # Per token and channel of a Canon layer or short conv: its output kept beside its input. The
 # compiled fig7 runs with Canon-ABCD over the same runs without (results/mini/runs, H100 and
 # H200, 2026-11-24 to 12-05): 0.7-1.9 values, median 1.27.
@@ -116,7 +123,8 @@ def estimate(cfg: Config, vocab_size: int, device: torch.device) -> Estimate:
     tokens = min(t.micro_batch_size or share, share) * cfg.task.context  # per forward pass
     params, convs = model_counts(cfg, vocab_size)
     per_value = 2 if uses_bf16(device, t.dtype) else 4
-    act = m.n_layers * m.depth_multiplier * tokens * m.d_model * ACT_VALUES * per_value
+    values = ACT_VALUES_BY_MIXER.get(m.mixer.name, ACT_VALUES)
+    act = m.n_layers * m.depth_multiplier * tokens * m.d_model * values * per_value
     act += int(tokens * convs * CONV_VALUES * per_value)
     act += tokens * vocab_size * LOGIT_VALUES * 4
     batches = t.batch_size * cfg.task.context * BATCH_BYTES
