@@ -351,6 +351,63 @@ def cmd_table(args: Args) -> int:
     return 0
 
 
+def training_facts(run: pd.Series, from_step: int, spike: float) -> dict:
+    """What a dated record's run table gives of one run (a ``load_runs`` row): when it ran, its
+    training rate over the log intervals from ``from_step`` on (median and range: the first
+    intervals hold compilation), its peak memory, its last loss and the intervals whose largest
+    gradient norm passed ``spike``."""
+    rows = [r for r in MetricsLog(Path(run["run_dir"]) / "metrics.jsonl").records()
+            if r.get("split") == "train"]
+    rates = [r["tokens_per_s"] for r in rows if r["step"] >= from_step and "tokens_per_s" in r]
+    norms = [r["grad_norm_max"] for r in rows if r.get("grad_norm_max") is not None]
+
+    def gb(key: str) -> str:
+        value = run.get(key)
+        return "" if value is None or pd.isna(value) else f"{value / 1e9:.1f}"
+
+    def at(key: str, date: bool = False) -> str:  # ISO time -> "2026-12-05 05:35:34" (or the time)
+        value = run.get(key)
+        return (value[:19].replace("T", " ") if date else value[11:19]) \
+            if isinstance(value, str) else ""
+
+    return {
+        "run": run["run"], "status": run.get("status"), "device": run.get("device_name", ""),
+        "started": at("started", date=True), "finished": at("finished"),
+        "wall_s": round(run["wall_time_s"]) if pd.notna(run.get("wall_time_s")) else None,
+        "tokens_per_s": f"{np.median(rates) / 1e3:,.0f}k ({min(rates) / 1e3:,.0f}–"
+                        f"{max(rates) / 1e3:,.0f}k)" if rates else "",
+        "peak_gb": gb("peak_memory_bytes"), "reserved_gb": gb("peak_reserved_bytes"),
+        "final_loss": f"{rows[-1]['loss']:.3f}" if rows else "",
+        "spikes": f"{sum(n > spike for n in norms)} of {len(norms)} (max {max(norms):.0f})"
+                  if norms else "",
+        "value": run.get("value"),
+    }
+
+
+def cmd_record(args: Args) -> int:
+    """Per run, the facts of a dated bench record's run table (:func:`training_facts`), printed
+    as a markdown table and written to ``record.md``."""
+    from_step = args.int("from_step", minimum=0)
+    spike = args.float("spike")
+    if not spike > 0:
+        raise ConfigError(f"spike={args['spike']} is invalid: expected a gradient norm > 0")
+    frame = aggregate.annotate(_runs(args))
+    facts = pd.DataFrame([training_facts(run, from_step, spike) for _, run in frame.iterrows()])
+    header = {"run": "run", "status": "status", "device": "device", "started": "started (UTC)",
+              "finished": "finished", "wall_s": "training s",
+              "tokens_per_s": f"tokens/s (median of log intervals from step {from_step}; range)",
+              "peak_gb": "peak GB", "reserved_gb": "reserved GB", "final_loss": "final loss",
+              "spikes": f"intervals with grad norm > {spike:g}", "value": "primary"}
+    lines = ["| " + " | ".join(header.values()) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |"
+              for row in facts[list(header)].itertuples(index=False)]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    atomic_write(_out(args) / "record.md", text.encode())
+    print(f"wrote {_out(args) / 'record.md'}")
+    return 0
+
+
 def _table_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in ("run", "status", "panel", "row", "size", "architecture", "canon", "lr",
                         "seed", "value", "value2", "error") if c in frame]
@@ -654,6 +711,13 @@ COMMANDS = [
                       "update=README.md,results/mini/README.md")),
     Command("table", "every run, one line each (and runs.csv with all its metrics)", cmd_table,
             dict(OUT), R, examples=("playground-report table results/fig7_mini",)),
+    Command("record", "per run, what a dated bench record's run table gives: device, start and "
+                      "end, tokens/s over the log intervals (median and range), peak memory, last "
+                      "loss, gradient-norm spikes, primary metric (record.md)", cmd_record,
+            {**OUT, "from_step": ("200", "the first step whose log interval counts for tokens/s "
+                                         "(the first intervals hold compilation)"),
+             "spike": ("10", "a log interval whose largest gradient norm passes this counts")},
+            R, examples=("playground-report record results/mini/lr_check out=/tmp/record",)),
     Command("site", "a static results browser (HTML + one JS + CSS + SVG; "
                     "opens from index.html, no server)",
             cmd_site,
