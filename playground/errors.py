@@ -19,6 +19,18 @@ class ConfigError(ValueError):
     command prints it without a traceback and exits with status 2 (``playground.cli``)."""
 
 
+def raised_from(err: BaseException | None, test) -> BaseException | None:
+    """The first exception of ``err``'s chain (itself, then what it was raised from or while
+    handling, in turn) for which ``test`` holds, or None."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if test(err):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def check(ok: bool, key: str, value: Any, allowed: str) -> None:
     """Raise (or, while collecting, record) a problem naming the key, value and what is allowed."""
     if ok:

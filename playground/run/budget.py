@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import torch
 
 from playground.config import Config, uses_bf16
-from playground.errors import ConfigError
+from playground.errors import ConfigError, raised_from
 from playground.run.device import check_device, memory_of, warm_vector_math, world
 
 STATE_BYTES = 16  # per parameter: fp32 weight, gradient, AdamW's exp_avg and exp_avg_sq
@@ -142,11 +142,10 @@ def oom_text(err: BaseException) -> str | None:
     """``out of GPU memory: …`` (PyTorch's account of the GPU's memory, the processes holding
     it included, without its advice) for a CUDA out-of-memory error behind ``err`` (itself, or
     a cause it wraps, as compilation does), else None."""
-    while err is not None and not isinstance(err, torch.OutOfMemoryError):
-        err = err.__cause__ or err.__context__
-    if err is None:
+    oom = raised_from(err, lambda e: isinstance(e, torch.OutOfMemoryError))
+    if oom is None:
         return None
-    message = " ".join(str(err).split()).split(" Of the allocated memory")[0]
+    message = " ".join(str(oom).split()).split(" Of the allocated memory")[0]
     return f"out of GPU memory: {message.rstrip('.')}"
 
 

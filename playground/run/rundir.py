@@ -36,7 +36,7 @@ from omegaconf.errors import OmegaConfBaseException
 from playground.cli import SHARED_MODE, atomic_write, json_safe, read_json, write_json  # noqa: F401
 from playground.config import Config, canon_details, check_names, from_container, plugin
 from playground.data.packing import resolve_packing
-from playground.errors import ConfigError
+from playground.errors import ConfigError, raised_from
 
 CKPT_RE = re.compile(r"step_(\d+)\.pt$")
 
@@ -175,13 +175,7 @@ RESERVE_BYTES = 256 * 1024
 
 def disk_full(err: BaseException | None) -> OSError | None:
     """The OSError of a full disk (ENOSPC, EDQUOT) that ``err`` is or was raised from, or None."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, OSError) and err.errno in NO_SPACE:
-            return err
-        err = err.__cause__ or err.__context__
-    return None
+    return raised_from(err, lambda e: isinstance(e, OSError) and e.errno in NO_SPACE)
 
 
 def disk_full_text(err: BaseException) -> str | None:
@@ -255,9 +249,7 @@ def locate(dcfg: DictConfig) -> Path:
     try:
         names = str(dcfg.sweep), str(dcfg.run_name), str(dcfg.out_dir)
     except OmegaConfBaseException as err:  # wraps what the run-name resolver raised
-        cause = err
-        while cause is not None and not isinstance(cause, ConfigError):
-            cause = cause.__cause__ or cause.__context__
+        cause = raised_from(err, lambda e: isinstance(e, ConfigError))
         formed = ConfigError(f"out_dir cannot be formed: {err}".replace("\n", " "))
         raise (cause or formed) from None
     check_names(*names)
