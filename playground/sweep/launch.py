@@ -367,13 +367,14 @@ class Slots:
         record (``summary.json``'s ``peak_reserved_bytes``, what the allocator held, where
         recorded, else ``peak_memory_bytes``: the training step's, or an evaluation's where
         that held more, as Lano's generation does), saying when it rises above 1."""
+        from playground.run.train import finished_summary
+
         try:
-            summary = json.loads((run.out / "summary.json").read_text())
-            peak = summary.get("peak_reserved_bytes") or summary.get("peak_memory_bytes")
-        except (OSError, ValueError, AttributeError):
+            summary = finished_summary(run.out) or {}
+        except ConfigError:  # a damaged summary: nothing to learn from
             return
-        estimate = self.memory_estimate(run)
-        if not peak or not estimate:
+        peak = summary.get("peak_reserved_bytes") or summary.get("peak_memory_bytes")
+        if not peak or not (estimate := self.memory_estimate(run)):
             return
         kind, ratio = _kind(run.config), peak / estimate
         if ratio > self.peaks.get(kind, 0.0):
