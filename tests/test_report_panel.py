@@ -142,19 +142,21 @@ def test_the_committed_fig7_folders_are_what_the_panel_command_writes(panel, tmp
 
 
 def test_the_record_command_gives_a_dated_records_run_facts(tmp_path, capsys):
-    """``playground-report record`` on the lr check's two committed runs gives what its dated
-    record (docs/bench/2026-12-05-h200-lr-check-depo1-8l768d) states: 467k tokens/s each (median
-    of the log intervals from step 200), 9.3 GB peak, final losses 0.126 and 0.555, one
-    interval in 200 with a gradient norm above 10 (max 46 and 45); a spike of 0 is refused."""
-    root = Path(__file__).resolve().parents[1] / "results/mini/lr_check"
-    main(["record", str(root), f"out={tmp_path}"])
-    rows = [line for line in (tmp_path / "record.md").read_text().splitlines()
-            if line.startswith("| fig7_mini/")]
+    """``playground-report record`` on the lr check's two committed runs (runs/fig7_mini, lr
+    5e-4) gives what its dated record (docs/bench/2026-12-05-h200-lr-check-depo1-8l768d)
+    states: 467k tokens/s each (median of the log intervals from step 200), 9.3 GB peak, final
+    losses 0.126 and 0.555, one interval in 200 with a gradient norm above 10 (max 46 and 45); a spike of 0 is refused."""
+    root = Path(__file__).resolve().parents[1] / "results/mini/runs"
+    main(["record", str(root), f"out={tmp_path}", "panel=depo1_K4", "size=8L768D"])
+    lines = (tmp_path / "record.md").read_text().splitlines()
+    assert sum(line.startswith("| fig7_mini/") for line in lines) >= 3  # the 1e-3 run too
+    rows = [line for line in lines if line.startswith("| fig7_mini/") and "_lr0.0005_" in line]
     assert len(rows) == 2
     n10, n15 = ([c.strip() for c in row.strip("|").split("|")] for row in rows)
     assert n10[0].startswith("fig7_mini/depo1_N10") and n10[3] == "2026-12-05 05:35:34"
     assert n10[6].startswith("467k (465–") and n10[7] == "9.3" and n10[9] == "0.126"
     assert n10[10] == "1 of 200 (max 46)" and n15[10] == "1 of 200 (max 45)"
-    assert n15[9] == "0.555" and capsys.readouterr().out.count("| fig7_mini/") == 2
+    assert n15[9] == "0.555" and capsys.readouterr().out.count("| fig7_mini/") == len(
+        [line for line in lines if line.startswith("| fig7_mini/")])
     with pytest.raises(SystemExit):
         main(["record", str(root), f"out={tmp_path}", "spike=0"])
