@@ -298,6 +298,43 @@ def test_extra_argument_replaces_a_grid_axis():
                                                     for r in runs)
 
 
+def test_an_axis_given_by_size_takes_each_sizes_values(tmp_path):
+    """A grid axis given as a mapping from size to values (fig7's mini rates: one at 512D, two at
+    768D) crosses each size with its own values: in the runs, in the Hydra multiruns (one per
+    size, their indices those of ``runs()``) and under ``size=``; ``train.lr=`` on the command
+    line replaces it for every size; a size it has no value for is refused, naming it."""
+    from playground.sweep.launch import multirun_commands
+
+    sweep = load_sweep(find_sweep_file("fig7"), "mini", "mano", only_variants="llama_rope")
+    runs = sweep.runs()
+    point = [(next(x for x in r if x.startswith("size=")), next(
+        x for x in reversed(r) if x.startswith("train.lr="))) for r in runs]
+    assert len(runs) == 3 * 6 and len(set(point)) == 6
+    assert sorted(set(point)) == sorted([("size=8L512D", "train.lr=0.001"),
+                                         ("size=12L512D", "train.lr=0.001"),
+                                         *((f"size={s}", f"train.lr={lr}") for s in
+                                           ("8L768D", "12L768D") for lr in ("0.0005", "0.001"))])
+    commands = multirun_commands(sweep, "basic")
+    assert len(commands) == 3 * 4 and sorted(i for _, _, ix in commands for i in ix) == list(
+        range(len(runs)))
+    for label, command, indices in commands:
+        size = label.rsplit("_", 1)[-1]
+        assert f"size={size}" in command and all(f"size={size}" in runs[i] for i in indices)
+        rates = next(x for x in command if x.startswith("train.lr=")).split("=")[1].split(",")
+        assert len(rates) == len(indices) == (2 if "768D" in size else 1)
+    one = load_sweep(find_sweep_file("fig7"), "mini", "mano", ["size=8L768D"], "llama_rope")
+    assert len(one.runs()) == 3 * 2
+    fixed = load_sweep(find_sweep_file("fig7"), "mini", "mano", ["train.lr=3e-4"], "llama_rope")
+    assert len(fixed.runs()) == 3 * 4 and all("train.lr=3e-4" in r for r in fixed.runs())
+    with pytest.raises(ConfigError, match=r"train.lr has no value for size\(s\) \['2L64D'\]"):
+        load_sweep(find_sweep_file("fig7"), "mini", "mano", ["size=2L64D"])
+    own = tmp_path / "mine.yaml"
+    own.write_text("name: mine\nscales: {cpu: {grid: {train.lr: {2L64D: 0.01}}, "
+                   "rows: [{task: depo_tiny}]}}\n")
+    with pytest.raises(ConfigError, match="no size axis"):
+        load_sweep(own, "cpu")
+
+
 def test_extra_argument_wins_over_a_rows_recipe_and_may_not_name_a_variants_key():
     """A row's recipe sets task.K=4; task.K=3 on the command line must reach every run (Hydra takes
     the last value, so it goes after the rows), never be silently outvoted. canon= belongs to the
@@ -502,7 +539,7 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
     """results/mini/fig7_<panel>: every cell of the committed heatmaps (the task's metric, and KL
     for Lano) is the seed mean of its runs' summaries, whose records (kept in
     results/mini/runs/fig7_mini) a rerun of the sweep skips as finished, and every finished record
-    of the panel is in a cell (a report older than its records fails); the heatmaps lay out the
+    of the panel, of any lr, is in a cell (a report older than its records fails); the heatmaps lay out the
     sweep's whole grid, cells without a run "not run"; the panel's rows as run are the rows of
     sweeps/fig7.yaml."""
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
@@ -517,8 +554,10 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
         assert len(laid) == 3 * 4 * 5 and set(laid["status"]) == {"finished", NOT_RUN}
         cells = laid[laid["status"] == "finished"]
         assert len(cells) >= 2
-        stems = {run.rsplit("/", 1)[-1].rsplit("_s", 1)[0] for run in cells["best_run"]}
-        assert {r for r in records if r.rsplit("_s", 1)[0] not in stems} == set()
+        # a cell holds its runs of every lr (its value: the best lr's seed mean)
+        stems = {run.rsplit("/", 1)[-1].rsplit("_lr", 1)[0] for run in cells["best_run"]}
+        assert {r for r in records if r.rsplit("_lr", 1)[0] not in stems} == set()
+        assert cells["n_finished"].sum() == len(records)
         for cell in cells.itertuples():
             summaries = _seed_summaries(root / "runs" / "fig7_mini", cell.best_run)
             assert len(summaries) == cell.seeds
@@ -551,6 +590,8 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
     assert (no_grid[0] == no_grid[1] and len(rows[0]) == 3
             and as_run["overrides"] == now["overrides"])
     # sweeps/fig7.yaml's lr grid may be narrower than the file as run's (Lano: the one lr its panel
-    # ran at), but it holds the cells' lr
-    assert set(cells["lr"]) <= {lr for r in rows[1]
-                                for lr in r.get("grid", now["grid"])["train.lr"]}
+    # ran at), but it holds the cells' lr (at their size, where the rates are given by size)
+    for cell in cells.itertuples():
+        lrs = rows[1][cell.row_index].get("grid", now["grid"])["train.lr"]
+        lrs = lrs[cell.size] if isinstance(lrs, dict) else lrs
+        assert cell.lr in (lrs if isinstance(lrs, list) else [lrs]), (cell, lrs)

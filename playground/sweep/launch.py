@@ -193,26 +193,30 @@ def progress_text(durations: list[float], total: int, slots: int, elapsed: float
 
 def multirun_commands(sweep: Sweep, launcher: str, skip: frozenset[int] = frozenset()
                       ) -> list[tuple[str, list[str], list[int]]]:
-    """One Hydra multirun per (row, variant), the grid as Hydra's comma sweeps: (a name for its
-    log, the command, the indices in ``sweep.runs()`` of its runs). Runs in ``skip`` (not
-    launchable) are left out: the other runs of their (row, variant) go one multirun each."""
+    """One Hydra multirun per (row, variant), per size where an axis is given by size, the grid
+    as Hydra's comma sweeps: (a name for its log, the command, the indices in ``sweep.runs()`` of
+    its runs). Runs in ``skip`` (not launchable) are left out: the other runs of their multirun
+    go one multirun each."""
     head = [sys.executable, "-m", "playground.run.train", "-m"]
     own = launcher_overrides(launcher)
     tail = [f"sweep={sweep.sweep_dir}", f"out_dir={sweep.folder}/${{run_name}}", *own]
     runs, commands, first = sweep.runs(), [], 0
     for number, (panel, row, row_grid) in enumerate(sweep.rows):
-        grid = {**sweep.grid, **row_grid}
-        size = math.prod(len(v) for v in grid.values())
+        blocks = sweep.blocks(row_grid)
         for name, variant in sweep.variants.items():
-            mine, first = list(range(first, first + size)), first + size
-            label = f"multirun_{panel or f'row{number}'}_{name}"
-            if not skip.intersection(mine):
-                sweeps = [f"{k}={','.join(v)}" for k, v in grid.items()]
-                commands.append((label, [*head, *sweep.common, *row, *variant, *sweeps,
-                                         *sweep.labels(panel, name), *sweep.extra, *tail], mine))
-            else:
-                commands += [(f"{label}_run{i}", [*head, *runs[i], *own], [i])
-                             for i in mine if i not in skip]
+            for grid in blocks:
+                size = math.prod(len(v) for v in grid.values())
+                mine, first = list(range(first, first + size)), first + size
+                label = f"multirun_{panel or f'row{number}'}_{name}" + (
+                    f"_{grid['size'][0]}" if len(blocks) > 1 else "")
+                if not skip.intersection(mine):
+                    sweeps = [f"{k}={','.join(v)}" for k, v in grid.items()]
+                    commands.append((label, [*head, *sweep.common, *row, *variant, *sweeps,
+                                             *sweep.labels(panel, name), *sweep.extra, *tail],
+                                     mine))
+                else:
+                    commands += [(f"{label}_run{i}", [*head, *runs[i], *own], [i])
+                                 for i in mine if i not in skip]
     return commands
 
 

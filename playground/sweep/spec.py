@@ -3,8 +3,9 @@ Hydra overrides.
 
 A sweep file names its grid: ``rows`` per scale (task and difficulty, with that row's recipe,
 zipped; a row's ``panel`` names the heatmap it belongs to), ``variants`` (named
-architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds). Every
-run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its
+architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds; an
+axis given as a mapping from size to values, e.g. ``train.lr: {8L512D: 1.0e-3, 8L768D: [5.0e-4,
+1.0e-3]}``, takes each size's own values). Every run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its
 panel and variant (``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run, after
 the rows' recipes (so ``task.K=4`` replaces a row's ``task.K``); one that names a grid axis
 (``seed=0,1``, ``size=8L512D``) replaces that axis instead; one that names a variant's key is
@@ -27,6 +28,8 @@ from playground.errors import ConfigError
 SWEEPS_DIR = shipped("sweeps")
 FILE_KEYS = {"name", "description", "figure", "metric", "grid", "variants", "scales", "report"}
 SCALE_KEYS = {"overrides", "grid", "rows", "cost"}
+# a grid: axis -> its values, or (an axis by size) size label -> that size's values
+Grid = dict[str, "list[str] | dict[str, list[str]]"]
 
 
 @dataclass
@@ -35,9 +38,9 @@ class Sweep:
     scale: str
     common: list[str]  # the scale's overrides of every run (the rows' recipes come after them)
     # (panel or "", overrides, row's own grid)
-    rows: list[tuple[str, list[str], dict[str, list[str]]]]
+    rows: list[tuple[str, list[str], Grid]]
     variants: dict[str, list[str]]
-    grid: dict[str, list[str]]
+    grid: Grid
     root: str = "results"  # the runs land in <root>/<name>_<scale>/<run_name>/
     # the command line's overrides of every run: last
     extra: list[str] = field(default_factory=list)
@@ -50,17 +53,26 @@ class Sweep:
     def folder(self) -> Path:
         return Path(self.root) / self.sweep_dir
 
+    def blocks(self, row_grid: Grid) -> list[dict[str, list[str]]]:
+        """A row's grid (the sweep's, its own over it) as crossed blocks: the grid itself, or,
+        where an axis is given by size, one block per size with that size's values."""
+        grid = {**self.grid, **row_grid}
+        if not any(isinstance(values, dict) for values in grid.values()):
+            return [grid]
+        return [{k: [size] if k == "size" else v[size] if isinstance(v, dict) else v
+                 for k, v in grid.items()} for size in grid["size"]]
+
     def runs(self) -> list[list[str]]:
         """Every run's full override list: rows × variants × grid product."""
         out = []
         for panel, row, row_grid in self.rows:
-            grid = {**self.grid, **row_grid}
             for name, variant in self.variants.items():
-                for values in itertools.product(*grid.values()):
-                    point = [f"{k}={v}" for k, v in zip(grid, values)]
-                    out.append([*self.common, *row, *variant, *self.labels(panel, name), *point,
-                                *self.extra, f"sweep={self.sweep_dir}",
-                                f"out_dir={self.folder}/${{run_name}}"])
+                for grid in self.blocks(row_grid):
+                    for values in itertools.product(*grid.values()):
+                        point = [f"{k}={v}" for k, v in zip(grid, values)]
+                        out.append([*self.common, *row, *variant, *self.labels(panel, name),
+                                    *point, *self.extra, f"sweep={self.sweep_dir}",
+                                    f"out_dir={self.folder}/${{run_name}}"])
         return out
 
     @staticmethod
@@ -77,10 +89,31 @@ def _pairs(mapping, where: str) -> list[str]:
     return [f"{k}={_text(v)}" for k, v in mapping.items() if k not in ("panel", "grid")]
 
 
-def _grid(mapping) -> dict[str, list[str]]:
-    """A grid mapping (key: value or list of values) as lists of override strings."""
-    return {k: [_text(v) for v in (vals if isinstance(vals, list) else [vals])]
-            for k, vals in (mapping or {}).items()}
+def _grid(mapping) -> Grid:
+    """A grid mapping (key: value or list of values, or a mapping from size to either) as lists
+    of override strings."""
+    def values(vals) -> list[str]:
+        return [_text(v) for v in (vals if isinstance(vals, list) else [vals])]
+
+    return {k: {str(size): values(v) for size, v in vals.items()} if isinstance(vals, dict)
+            else values(vals) for k, vals in (mapping or {}).items()}
+
+
+def _check_by_size(path: Path, scale: str, grid: Grid, rows) -> None:
+    """Every axis given by size (in the sweep's grid or a row's) names values for every size of
+    the grid it is crossed with."""
+    for panel, _, row_grid in rows:
+        merged = {**grid, **row_grid}
+        for key, values in merged.items():
+            if not isinstance(values, dict):
+                continue
+            where = f"{path.name}: scales.{scale}, panel {panel or '(none)'}: {key}"
+            if key == "size" or "size" not in merged or isinstance(merged["size"], dict):
+                raise ConfigError(f"{where} is given by size, but the grid has no size axis of "
+                                  "its own to take it from")
+            if missing := [size for size in merged["size"] if size not in values]:
+                raise ConfigError(f"{where} has no value for size(s) {missing}; it lists "
+                                  f"{sorted(values)} (add them, or pass {key}=... for every size)")
 
 
 def _text(value) -> str:
@@ -175,6 +208,7 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
             rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key})
                     for panel, row, row_grid in rows]
     extra = [item for item in extra if item.partition("=")[0] not in axes]
+    _check_by_size(path, scale, grid, rows)
     common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides")
     return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid,
                  extra=list(extra))
