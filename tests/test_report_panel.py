@@ -145,7 +145,8 @@ def test_the_record_command_gives_a_dated_records_run_facts(tmp_path, capsys):
     """``playground-report record`` on the lr check's two committed runs (runs/fig7_mini, lr
     5e-4) gives what its dated record (docs/bench/2026-12-05-h200-lr-check-depo1-8l768d)
     states: 467k tokens/s each (median of the log intervals from step 200), 9.3 GB peak, final
-    losses 0.126 and 0.555, one interval in 200 with a gradient norm above 10 (max 46 and 45); a spike of 0 is refused."""
+    losses 0.126 and 0.555, one interval in 200 with a gradient norm above 10 (max 46 and 45);
+    a spike of 0 is refused."""
     root = Path(__file__).resolve().parents[1] / "results/mini/runs"
     main(["record", str(root), f"out={tmp_path}", "panel=depo1_K4", "size=8L768D"])
     lines = (tmp_path / "record.md").read_text().splitlines()

@@ -539,9 +539,9 @@ def test_committed_fig7_panel_agrees_with_its_run_records(panel, metrics):
     """results/mini/fig7_<panel>: every cell of the committed heatmaps (the task's metric, and KL
     for Lano) is the seed mean of its runs' summaries, whose records (kept in
     results/mini/runs/fig7_mini) a rerun of the sweep skips as finished, and every finished record
-    of the panel, of any lr, is in a cell (a report older than its records fails); the heatmaps lay out the
-    sweep's whole grid, cells without a run "not run"; the panel's rows as run are the rows of
-    sweeps/fig7.yaml."""
+    of the panel, of any lr, is in a cell (a report older than its records fails); the heatmaps
+    lay out the sweep's whole grid, cells without a run "not run"; the panel's rows as run are
+    the rows of sweeps/fig7.yaml."""
     root = Path(__file__).resolve().parent.parent / "results" / "mini"
     summaries = {d.name: json.loads((d / "summary.json").read_text())
                  for d in (root / "runs" / "fig7_mini").iterdir() if (d / "summary.json").is_file()}

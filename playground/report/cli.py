@@ -717,7 +717,7 @@ COMMANDS = [
             {**OUT, "from_step": ("200", "the first step whose log interval counts for tokens/s "
                                          "(the first intervals hold compilation)"),
              "spike": ("10", "a log interval whose largest gradient norm passes this counts")},
-            R, examples=("playground-report record results/mini/runs size=8L768D out=/tmp/record",)),
+            R, examples=("playground-report record results/mini/runs size=8L768D out=/tmp/rec",)),
     Command("site", "a static results browser (HTML + one JS + CSS + SVG; "
                     "opens from index.html, no server)",
             cmd_site,

@@ -5,9 +5,10 @@ A sweep file names its grid: ``rows`` per scale (task and difficulty, with that 
 zipped; a row's ``panel`` names the heatmap it belongs to), ``variants`` (named
 architecture/Canon settings, zipped) and ``grid`` (crossed: sizes, learning rates, seeds; an
 axis given as a mapping from size to values, e.g. ``train.lr: {8L512D: 1.0e-3, 8L768D: [5.0e-4,
-1.0e-3]}``, takes each size's own values). Every run lands in ``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its
-panel and variant (``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run, after
-the rows' recipes (so ``task.K=4`` replaces a row's ``task.K``); one that names a grid axis
+1.0e-3]}``, takes each size's own values). Every run lands in
+``results/<name>_<scale>/<run_name>/`` (``root=`` replaces ``results``) and records its panel
+and variant (``panel=`` / ``variant=``). Extra ``key=value`` arguments go to every run, after the
+rows' recipes (so ``task.K=4`` replaces a row's ``task.K``); one that names a grid axis
 (``seed=0,1``, ``size=8L512D``) replaces that axis instead; one that names a variant's key is
 refused (choose the variants with ``variants=``).
 """
