@@ -44,7 +44,7 @@ def test_then_launches_each_sweep_after_the_one_before_with_the_deadline_left(tm
     assert 300 <= int(starts[1][2]) <= int(starts[0][2]) <= 340  # 400 s less the margin, then less
     assert log.count("launch ended at") == 2 and log.count(", rc 0") == 2
     assert log.index("launch ended at") < log.index("playground-sweep probe")  # one after the other
-    assert "60 of 60 runs to do" in log and "3 of 3 runs to do" in log  # each sweep's own runs
+    assert "90 of 90 runs to do" in log and "3 of 3 runs to do" in log  # each sweep's own runs
     assert "not launched" not in log
 
 
