@@ -17,5 +17,7 @@ HOLD_TESTS='-m gpu tests/test_gpu.py' bash docs/bench/hold.sh start 585 1275 fig
 #      back (391 s of budget: 1,303 -> 912).
 # 09:46  nvidia-h100-x1: none asked for (a recent refusal); 09:50 nvidia-h100-x1: none started (105 s);
 # 09:52  nvidia-h200: none started (90 s; 717 s left)
-# 10:00-10:43  nvidia-h100-x1 and nvidia-h200 by turns, six calls: "no device machine was asked for" (a refusal
-#   beside this one, 15 s each) or none started (90-105 s each): 717 -> 327 s of budget.
+# 10:00-10:43  nvidia-h100-x1 and nvidia-h200 by turns, twelve calls: "no device machine was asked for" (a refusal
+#   beside this one, 15 s each; nine) or none started (90 s each; three): 717 -> about 300 s of budget.
+# 10:51  nvidia-h200, the GPU tests alone: "too little device-machine time is left to start another machine"
+#   (222 s left).
