@@ -202,7 +202,7 @@ def multirun_commands(sweep: Sweep, launcher: str, skip: frozenset[int] = frozen
     tail = [f"sweep={sweep.sweep_dir}", f"out_dir={sweep.folder}/${{run_name}}", *own]
     runs, commands, first = sweep.runs(), [], 0
     for number, (panel, row, row_grid) in enumerate(sweep.rows):
-        blocks = sweep.blocks(row_grid)
+        blocks = sweep.blocks(row_grid, panel)
         for name, variant in sweep.variants.items():
             for grid in blocks:
                 size = math.prod(len(v) for v in grid.values())

@@ -54,13 +54,23 @@ class Sweep:
     def folder(self) -> Path:
         return Path(self.root) / self.sweep_dir
 
-    def blocks(self, row_grid: Grid) -> list[dict[str, list[str]]]:
+    def blocks(self, row_grid: Grid, panel: str = "") -> list[dict[str, list[str]]]:
         """A row's grid (the sweep's, its own over it) as crossed blocks: the grid itself, or,
-        where an axis is given by size, one block per size with that size's values."""
+        where an axis is given by size, one block per size with that size's values (refused
+        where the grid has no size axis, or the axis no value for one of its sizes)."""
         grid = {**self.grid, **row_grid}
-        if not any(isinstance(values, dict) for values in grid.values()):
+        by_size = {k: v for k, v in grid.items() if isinstance(v, dict)}
+        if not by_size:
             return [grid]
-        return [{k: [size] if k == "size" else v[size] if isinstance(v, dict) else v
+        for key, values in by_size.items():
+            where = f"sweep {self.name}: scales.{self.scale}, panel {panel or '(none)'}: {key}"
+            if key == "size" or "size" not in grid or "size" in by_size:
+                raise ConfigError(f"{where} is given by size, but the grid has no size axis of "
+                                  "its own to take it from")
+            if missing := [size for size in grid["size"] if size not in values]:
+                raise ConfigError(f"{where} has no value for size(s) {missing}; it lists "
+                                  f"{sorted(values)} (add them, or pass {key}=... for every size)")
+        return [{k: [size] if k == "size" else by_size[k][size] if k in by_size else v
                  for k, v in grid.items()} for size in grid["size"]]
 
     def runs(self) -> list[list[str]]:
@@ -68,7 +78,7 @@ class Sweep:
         out = []
         for panel, row, row_grid in self.rows:
             for name, variant in self.variants.items():
-                for grid in self.blocks(row_grid):
+                for grid in self.blocks(row_grid, panel):
                     for values in itertools.product(*grid.values()):
                         point = [f"{k}={v}" for k, v in zip(grid, values)]
                         out.append([*self.common, *row, *variant, *self.labels(panel, name),
@@ -98,23 +108,6 @@ def _grid(mapping) -> Grid:
 
     return {k: {str(size): values(v) for size, v in vals.items()} if isinstance(vals, dict)
             else values(vals) for k, vals in (mapping or {}).items()}
-
-
-def _check_by_size(path: Path, scale: str, grid: Grid, rows) -> None:
-    """Every axis given by size (in the sweep's grid or a row's) names values for every size of
-    the grid it is crossed with."""
-    for panel, _, row_grid in rows:
-        merged = {**grid, **row_grid}
-        for key, values in merged.items():
-            if not isinstance(values, dict):
-                continue
-            where = f"{path.name}: scales.{scale}, panel {panel or '(none)'}: {key}"
-            if key == "size" or "size" not in merged or isinstance(merged["size"], dict):
-                raise ConfigError(f"{where} is given by size, but the grid has no size axis of "
-                                  "its own to take it from")
-            if missing := [size for size in merged["size"] if size not in values]:
-                raise ConfigError(f"{where} has no value for size(s) {missing}; it lists "
-                                  f"{sorted(values)} (add them, or pass {key}=... for every size)")
 
 
 def _text(value) -> str:
@@ -209,7 +202,9 @@ def load_sweep(path: Path, scale: str, panels: str = "", extra: list[str] = (),
             rows = [(panel, row, {k: v for k, v in row_grid.items() if k != key})
                     for panel, row, row_grid in rows]
     extra = [item for item in extra if item.partition("=")[0] not in axes]
-    _check_by_size(path, scale, grid, rows)
     common = _pairs(sc.get("overrides"), f"scales.{scale}.overrides")
-    return Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid,
-                 extra=list(extra))
+    sweep = Sweep(spec.get("name", path.stem), scale, common, rows, variants, grid,
+                  extra=list(extra))
+    for panel, _, row_grid in rows:  # an axis given by size is checked before any run
+        sweep.blocks(row_grid, panel)
+    return sweep
