@@ -724,14 +724,28 @@ def test_runs_join_a_gpu_only_while_their_estimated_memory_fits():
 
 
 def test_a_launch_reads_each_gpus_memory_from_nvidia_smi(monkeypatch):
-    """``gpu_memory`` reads the total memory of the launch's GPUs from ``nvidia-smi`` (MiB), and
-    nothing where it is missing; the launch says which rule it applies."""
-    answer = "0, 81559\n1, 81559\n2, 143771\n"
+    """``gpu_memory`` reads the memory of the launch's GPUs from ``nvidia-smi`` (MiB): the total
+    less the driver's reserve, the total alone where the reserve is not reported or the field is
+    unknown, and nothing where nvidia-smi is missing; the launch says which rule it applies."""
+    answers = {"index,memory.total,memory.reserved":
+               "0, 81559, 480\n1, 81559, 480\n2, 143771, [N/A]\n",
+               "index,memory.total": "0, 81559\n"}
+    asked = []
+
+    def smi(command, **kwargs):
+        fields = command[1].removeprefix("--query-gpu=")
+        asked.append(fields)
+        if fields not in answers:
+            raise launch.subprocess.CalledProcessError(2, command)
+        return SimpleNamespace(stdout=answers[fields])
+
     monkeypatch.setattr(launch.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(launch.subprocess, "run",
-                        lambda *a, **k: SimpleNamespace(stdout=answer))
-    assert launch.gpu_memory(["0", "2"]) == {"0": 81559 * 2**20, "2": 143771 * 2**20}
-    assert "GPU 0 85.5 GB, GPU 2 151 GB" in launch.memory_rule_text(launch.gpu_memory(["0", "2"]))
+    monkeypatch.setattr(launch.subprocess, "run", smi)
+    assert launch.gpu_memory(["0", "2"]) == {"0": 81079 * 2**20, "2": 143771 * 2**20}
+    assert asked == ["index,memory.total,memory.reserved"]
+    assert "GPU 0 85 GB, GPU 2 151 GB" in launch.memory_rule_text(launch.gpu_memory(["0", "2"]))
+    del answers["index,memory.total,memory.reserved"]  # an nvidia-smi without the field
+    assert launch.gpu_memory(["0", "2"]) == {"0": 81559 * 2**20}
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("nvidia-smi")

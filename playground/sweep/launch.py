@@ -484,21 +484,27 @@ def run_bytes(config: DictConfig) -> int:
 
 
 def gpu_memory(devices: list[str]) -> dict[str, int]:
-    """Total memory, bytes, of each of ``devices`` (ids as ``nvidia-smi`` numbers them), read
-    with ``nvidia-smi``; empty where it is not there or does not answer."""
+    """The memory a process can have, bytes, of each of ``devices`` (ids as ``nvidia-smi``
+    numbers them): ``nvidia-smi``'s total less what the driver and firmware reserve (on an H100
+    80GB HBM3, driver 580: 81,559 MiB total, of which CUDA offers 81,079); the total alone where
+    the reserve is not reported; empty where ``nvidia-smi`` is not there or does not answer."""
     if shutil.which("nvidia-smi") is None:
         return {}
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.total",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                             timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
     sizes = {}
-    for line in out.splitlines():
-        index, _, mib = line.partition(",")
-        if index.strip() in devices and mib.strip().isdigit():
-            sizes[index.strip()] = int(mib) * 2**20
+    for fields in ("index,memory.total,memory.reserved", "index,memory.total"):
+        try:
+            out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}",
+                                  "--format=csv,noheader,nounits"], capture_output=True,
+                                 text=True, timeout=30, check=True).stdout
+        except subprocess.CalledProcessError:
+            continue  # an older nvidia-smi without the memory.reserved field
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        for line in out.splitlines():
+            index, total, reserved = ([v.strip() for v in line.split(",")] + [""])[:3]
+            if index in devices and total.isdigit():
+                sizes[index] = (int(total) - int(reserved if reserved.isdigit() else 0)) * 2**20
+        return sizes
     return sizes
 
 
