@@ -58,7 +58,9 @@ ACT_VALUES_BY_MIXER = {"gdn": 28, "mamba2": 14}
 CONV_VALUES = 1.3
 # A process's GPU memory beyond its allocated peak: CUDA context, kernels and the caching
 # allocator's reserve. Two Depo1 8L768D runs sharing an H200 (peaks 9.28 GB each) held 21.2 GB
-# (nvidia-smi, docs/bench/2026-12-05-h200-lr-check-depo1-8l768d): 1.3 GB each.
+# (nvidia-smi, docs/bench/2026-12-05-h200-lr-check-depo1-8l768d): 1.3 GB each; two Mano 8L768D runs
+# sharing an H100 (peaks 6.37 and 6.58 GB) held 15.0 GB, one of them alone 7.6 GB
+# (docs/bench/2026-12-05-h100-mano-8l768d-lr5e-4): 1.05 GB each. The larger is kept.
 PROCESS_BYTES = 1.3e9
 LOGIT_VALUES = 3  # logits, their softmax and its gradient, per token and vocabulary entry (fp32)
 BATCH_BYTES = 13  # host bytes per token of a global batch: int64 token, bool mask, int32 segment
