@@ -418,6 +418,26 @@ def test_local_launcher_starts_the_costliest_runs_first():
     assert ties == sorted(ties)
 
 
+def test_a_launch_takes_a_cells_variants_together():
+    """fig7's Mano 8L768D column at one rate: its three cells (L = 3, 4, 5) are of one size, so
+    they keep the sweep's order, and each cell's five variants come together, the Canon variants
+    (costlier) first: a launch cut after the first runs leaves every variant of L = 3 and its twin
+    rather than the Canon variants of all three rows."""
+    from playground.sweep.launch import cell_of, longest_first
+
+    runs = load_sweep(find_sweep_file("fig7"), "mini", "mano", ["size=8L768D", "train.lr=5e-4"],
+                      None).runs()
+    configs = [compose(r) for r in runs]
+    order = longest_first(runs, configs)
+    assert sorted(order) == list(range(15))
+    rows = [configs[i].task.L for i in order]
+    assert rows == [3] * 5 + [4] * 5 + [5] * 5, rows
+    canon = [configs[i].model.canon.positions != "" for i in order]
+    assert canon == ([True] * 3 + [False] * 2) * 3, canon
+    assert len({cell_of(configs[i]) for i in order[:5]}) == 1
+    assert cell_of(configs[order[0]]) != cell_of(configs[order[5]])
+
+
 def test_the_costliest_first_knows_a_slow_mixer():
     """Two runs of one shape: the GLA run's estimate is longer than the Llama run's, so it starts
     first although their layers, widths and tokens are the same."""

@@ -1,8 +1,8 @@
 """``playground-sweep``: run a declarative figure sweep (``sweeps/<name>.yaml``) at a scale.
 
 One command launches every run of a figure; a rerun skips finished runs and resumes interrupted
-ones; the local launcher starts the costliest runs first. See ``playground.sweep.spec`` for the
-file format and ``playground.sweep.launch`` for the launchers.
+ones; the local launcher starts the largest cells first, a cell's variants together. See
+``playground.sweep.spec`` for the file format and ``playground.sweep.launch`` for the launchers.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Launching a sweep's runs: each in its own process on this host (``local``: ``per_gpu``
-runs on each of ``gpus`` GPUs, costliest first, fault-isolated, interruptible and resumable), or
+runs on each of ``gpus`` GPUs, largest cell first, fault-isolated, interruptible and resumable), or
 as Hydra multiruns (``basic``, or ``slurm`` through submitit). A rerun skips finished runs and
 resumes interrupted ones: that is the run's own behaviour (``playground.run.train``).
 
@@ -18,7 +18,8 @@ guard (:func:`guard_victim`) projects each GPU's end from its runs' measured ste
 ``GUARD_EVERY_S`` and stops, resumably, the least advanced run of a GPU projected past the
 deadline, so that an estimate that was too low costs one run, not all the runs of that GPU.
 Runs sharing a GPU (``per_gpu``) join one only while their expected memory fits in it
-(:meth:`Slots.need`, against ``nvidia-smi``'s total: :meth:`Slots.fits`).
+(:meth:`Slots.need`, against ``nvidia-smi``'s total less the driver's reserve:
+:meth:`Slots.fits`).
 """
 
 from __future__ import annotations
@@ -509,8 +510,8 @@ def gpu_memory(devices: list[str]) -> dict[str, int]:
 
 
 def in_launch_order(todo: list[Planned], slots: int) -> list[Planned]:
-    """The planned runs in the order a local launch starts them: costliest first where there
-    are more runs than slots (:func:`longest_first`)."""
+    """The planned runs in the order a local launch starts them: the largest cell first, a
+    cell's variants together, where there are more runs than slots (:func:`longest_first`)."""
     if len(todo) <= slots:
         return list(todo)
     return [todo[i] for i in longest_first([p.overrides for p in todo], [p.config for p in todo])]
@@ -802,12 +803,15 @@ def _kind(config: DictConfig) -> tuple[str, str]:
 
 
 def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None) -> list[int]:
-    """The runs' indices, costliest first (``configs``: the runs' composed configs, if at hand).
-    The cost is each run's estimated GPU-seconds alone (``playground.sweep.cost``, which knows
-    that a GLA or Mamba2 step is slower than a Llama step of the same size), then layers × width²
-    × training tokens (which orders the runs the estimate ties: small models whose step is
-    host-bound); without an estimate for every run, the latter alone. Ties keep the sweep's
-    order. With more runs than slots, starting the long runs first keeps every slot busy to the
+    """The runs' indices, the largest cell first and a cell's runs together, costliest first
+    (``configs``: the runs' composed configs, if at hand). A cell is the runs that differ only
+    in their variant (:func:`cell_of`), so a launch cut short by its deadline leaves each variant
+    beside its twin rather than every costly variant and none of their twins. A cell's size is
+    layers × width² × training tokens (its variants share it, however many of them are left to
+    run); cells of one size keep the sweep's order. A run's cost is its estimated GPU-seconds
+    alone (``playground.sweep.cost``, which knows that a GLA or Mamba2 step is slower than a
+    Llama step of the same size), then its size; without an estimate for every run, its size
+    alone. With more runs than slots, starting the long runs first keeps every slot busy to the
     end instead of leaving the longest runs alone at the tail."""
     from playground.config import Composer
     from playground.sweep.cost import estimate
@@ -818,10 +822,28 @@ def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None
             * c.task.context for c in configs]
     try:
         seconds = [round(estimate(c, 1).gpu_s) for c in configs]
-    except (ValueError, KeyError, AttributeError):  # a run without an estimate: the shapes alone
+    except (ValueError, KeyError, AttributeError):  # a run without an estimate: the sizes alone
         seconds = [0] * len(configs)
-    costs = list(zip(seconds, work))
-    return sorted(range(len(runs)), key=costs.__getitem__, reverse=True)  # stable: ties keep order
+    cells = [cell_of(c) for c in configs]
+    first = {}  # cell -> its first run in the sweep's order
+    for i, cell in enumerate(cells):
+        first.setdefault(cell, i)
+    return sorted(range(len(runs)), reverse=True,  # stable: ties keep order
+                  key=lambda i: (work[i], -first[cells[i]], seconds[i]))
+
+
+def cell_of(config: DictConfig) -> str:
+    """What a run has in common with the other variants of its heatmap cell: its config but the
+    variant's part (``model.mixer``, ``model.canon``, the ``variant`` label) and the names that
+    follow from it (``run_name``, ``out_dir``)."""
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(config, resolve=False)
+    for key in ("variant", "run_name", "out_dir"):
+        tree.pop(key, None)
+    for key in ("mixer", "canon"):
+        (tree.get("model") or {}).pop(key, None)
+    return json.dumps(tree, sort_keys=True, default=str)
 
 
 def _device_ids(gpus: int) -> list[str]:
