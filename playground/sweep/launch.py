@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from playground.cli import write_json
 from playground.errors import ConfigError
@@ -836,8 +836,6 @@ def cell_of(config: DictConfig) -> str:
     """What a run has in common with the other variants of its heatmap cell: its config but the
     variant's part (``model.mixer``, ``model.canon``, the ``variant`` label) and the names that
     follow from it (``run_name``, ``out_dir``)."""
-    from omegaconf import OmegaConf
-
     tree = OmegaConf.to_container(config, resolve=False)
     for key in ("variant", "run_name", "out_dir"):
         tree.pop(key, None)
