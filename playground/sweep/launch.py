@@ -129,8 +129,6 @@ def checked_finished(run: Planned) -> Planned:
     finished summary in its run directory, of the same config), so that a launch neither starts it
     nor holds its estimated time against a deadline; a run directory of a different config makes it
     a run not launched, with the error the run would give."""
-    from omegaconf import OmegaConf
-
     from playground.run.train import check_same_run, finished_summary
 
     if run.error is not None or run.config.train.resume != "auto":
