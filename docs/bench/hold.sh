@@ -22,7 +22,7 @@
 # dry_run=true. Records: copy this call sequence into the dated folder of the campaign.
 # HOLD_LEFT_S: a machine's start counts in its hold and may take minutes (8 on 2026-12-05), so start it with a
 #   short first call (nvidia-smi) and pass the smaller of 1,800 less its answer's lease.held_s and its
-#   lease.budget_left_s (the session's device time; a one-GPU hold drew it second for second on 2026-12-05), less a
+#   lease.budget_left_s (the device time left; a one-GPU hold drew it second for second on 2026-12-05), less a
 #   few seconds; then poll in calls of a few minutes: a machine taken back for other work returns nothing of the
 #   call it was in.
 # start again while the hold is warm (the last launch ended, in the call before): a second launch on the same

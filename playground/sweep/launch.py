@@ -43,7 +43,7 @@ from playground.cli import write_json
 from playground.errors import ConfigError
 from playground.run.budget import duration_text
 from playground.run.device import HOST_RUNS
-from playground.run.rundir import exit_text, record_end
+from playground.run.rundir import exit_text, identity, record_end
 from playground.sweep.spec import Sweep
 
 LAUNCHERS = ("basic", "local", "slurm")
@@ -489,7 +489,6 @@ def gpu_memory(devices: list[str]) -> dict[str, int]:
     the reserve is not reported; empty where ``nvidia-smi`` is not there or does not answer."""
     if shutil.which("nvidia-smi") is None:
         return {}
-    sizes = {}
     for fields in ("index,memory.total,memory.reserved", "index,memory.total"):
         try:
             out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}",
@@ -499,12 +498,14 @@ def gpu_memory(devices: list[str]) -> dict[str, int]:
             continue  # an older nvidia-smi without the memory.reserved field
         except (OSError, subprocess.SubprocessError):
             return {}
+        sizes = {}
         for line in out.splitlines():
-            index, total, reserved = ([v.strip() for v in line.split(",")] + [""])[:3]
+            index, total, *reserved = [v.strip() for v in line.split(",")]
             if index in devices and total.isdigit():
-                sizes[index] = (int(total) - int(reserved if reserved.isdigit() else 0)) * 2**20
+                held = int(reserved[0]) if reserved and reserved[0].isdigit() else 0
+                sizes[index] = (int(total) - held) * 2**20
         return sizes
-    return sizes
+    return {}
 
 
 def in_launch_order(todo: list[Planned], slots: int) -> list[Planned]:
@@ -806,11 +807,11 @@ def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None
     in their variant (:func:`cell_of`), so a launch cut short by its deadline leaves each variant
     beside its twin rather than every costly variant and none of their twins. A cell's size is
     layers × width² × training tokens (its variants share it, however many of them are left to
-    run); cells of one size keep the sweep's order. A run's cost is its estimated GPU-seconds
-    alone (``playground.sweep.cost``, which knows that a GLA or Mamba2 step is slower than a
-    Llama step of the same size), then its size; without an estimate for every run, its size
-    alone. With more runs than slots, starting the long runs first keeps every slot busy to the
-    end instead of leaving the longest runs alone at the tail."""
+    run); cells of one size keep the sweep's order. Within a cell, a run's cost is its estimated
+    GPU-seconds alone (``playground.sweep.cost``, which knows that a GLA or Mamba2 step is slower
+    than a Llama step of the same size); without an estimate for every run, the sweep's order.
+    With more runs than slots, starting the long runs first keeps every slot busy to the end
+    instead of leaving the longest runs alone at the tail."""
     from playground.config import Composer
     from playground.sweep.cost import estimate
 
@@ -820,7 +821,7 @@ def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None
             * c.task.context for c in configs]
     try:
         seconds = [round(estimate(c, 1).gpu_s) for c in configs]
-    except (ValueError, KeyError, AttributeError):  # a run without an estimate: the sizes alone
+    except (ValueError, KeyError, AttributeError):  # a run without an estimate: sizes, order
         seconds = [0] * len(configs)
     cells = [cell_of(c) for c in configs]
     first = {}  # cell -> its first run in the sweep's order
@@ -831,15 +832,13 @@ def longest_first(runs: list[list[str]], configs: list[DictConfig] | None = None
 
 
 def cell_of(config: DictConfig) -> str:
-    """What a run has in common with the other variants of its heatmap cell: its config but the
-    variant's part (``model.mixer``, ``model.canon``, the ``variant`` label) and the names that
-    follow from it (``run_name``, ``out_dir``)."""
-    tree = OmegaConf.to_container(config, resolve=False)
-    for key in ("variant", "run_name", "out_dir"):
-        tree.pop(key, None)
-    for key in ("mixer", "canon"):
-        (tree.get("model") or {}).pop(key, None)
-    return json.dumps(tree, sort_keys=True, default=str)
+    """What a run has in common with the other variants of its heatmap cell: its identity
+    (``rundir.identity``: the config without the names and labels, ``variant`` among them) but
+    the variant's part, ``model.mixer`` and ``model.canon``."""
+    tree = identity(OmegaConf.to_container(config, resolve=False))
+    return json.dumps({k: v for k, v in tree.items()
+                       if not k.startswith(("model.mixer", "model.canon"))},
+                      sort_keys=True, default=str)
 
 
 def _device_ids(gpus: int) -> list[str]:
