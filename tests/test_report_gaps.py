@@ -91,6 +91,25 @@ def test_the_command_writes_the_table_markdown_and_figure(runs, tmp_path, capsys
     assert "Llama(RoPE) + Canon-ABCD(res) − Llama(RoPE)" in capsys.readouterr().out
 
 
+def test_the_markdown_names_each_cells_lr_where_the_cells_ran_more_than_one(runs, monkeypatch,
+                                                                          tmp_path):
+    """One rate over the table: no lr in a cell (above). Sizes at other rates: each cell's, and
+    both sides' where their best rates differ; the figure's title lists the rates by size."""
+    from playground.report import cli, plots
+
+    table = _table(runs).reset_index()
+    table.loc[table["size"] == "4L64D", ["lr_without", "lr_with"]] = [5e-4, 1e-3]
+    md = cli.gaps_markdown(table, percent=True)
+    assert "| N=15 | +55.0 pt (2 + 3, lr 1e-3) | -5.00 pt (1 + 1, lr 5e-4 / 1e-3) |" in md
+    titles = []
+    monkeypatch.setattr(plots, "gaps_figure", lambda block, title, *a, **k: titles.append(title))
+    monkeypatch.setattr(cli, "save_figure", lambda fig, path: None)
+    main(["gaps", str(runs), f"out={tmp_path}"])
+    assert titles == ["depo1_K4: Canon-ABCD(res) minus no Canon, mean over seeds (line) and per "
+                      "seed (points)\neach side at its best lr of those run: 1e-3, 2e-3 at 2L64D; "
+                      "1e-3 at 4L64D"]
+
+
 def test_a_canon_variant_without_a_pair_is_refused_by_name(runs, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["gaps", str(runs), "canon=ab_nores", f"out={tmp_path}"])

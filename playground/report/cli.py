@@ -291,12 +291,19 @@ def cmd_bars(args: Args) -> int:
 
 def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
     """One markdown table per (panel, architecture): rows = difficulty, columns = sizes, each
-    cell Canon's mean gain with the seeds of each side (without + with)."""
+    cell Canon's mean gain with the seeds of each side (without + with), and where the table's
+    cells ran more than one learning rate, the cell's (``lr 5e-4``; ``lr 1e-3 / 5e-4`` where
+    the sides' best rates differ, without / with)."""
     scale, unit = (100, " pt") if percent else (1, "")
+    several = len(set(table["lr_without"]) | set(table["lr_with"])) > 1
+
+    def text(g: pd.Series) -> str:
+        rates = dict.fromkeys(plots.lr_text(g[side]) for side in ("lr_without", "lr_with"))
+        lr = f", lr {' / '.join(rates)}" if several else ""
+        return f"{scale * g['gain']:+#.3g}{unit} ({g['seeds_without']} + {g['seeds_with']}{lr})"
+
     return _tables(table, ["panel", "architecture", "canon"],
-                   lambda key: f"{key[0]}: {plots.gap_label(key[1], key[2])}",
-                   lambda g: f"{scale * g['gain']:+#.3g}{unit} "
-                             f"({g['seeds_without']} + {g['seeds_with']})")
+                   lambda key: f"{key[0]}: {plots.gap_label(key[1], key[2])}", text)
 
 
 def cmd_gaps(args: Args) -> int:
@@ -333,7 +340,9 @@ def write_gaps(args: Args, runs: pd.DataFrame) -> pd.DataFrame:
     for panel, block in table.groupby("panel") if args.flag("figures") else ():
         mine = runs[(runs["panel"] == panel) & (runs["status"] == "finished")]
         fig = plots.gaps_figure(block, f"{panel}: {plots.canon_label(canon)} minus no Canon, "
-                                f"mean over seeds (line) and per seed (points)", ylabel, percent,
+                                f"mean over seeds (line) and per seed (points)\neach side at its "
+                                f"best lr of those run: {plots.lrs_text(_lrs_run(runs, panel))}",
+                                ylabel, percent,
                                 runs.loc[runs["panel"] == panel, "size"].dropna(),
                                 mine.groupby("size")["params.non_embedding"].median()
                                 if "params.non_embedding" in mine else None)

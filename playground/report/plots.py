@@ -143,7 +143,10 @@ def seeds_text(counts) -> str:
 
 def lrs_text(lrs) -> str:
     """Learning rates as the paper writes them, ``5e-4, 1e-3``; a dict of size -> rates whose
-    sizes ran different ones, by size: ``5e-4, 1e-3 at 8L768D, 12L768D; 1e-3 at 8L512D``."""
+    sizes ran different ones, by size: ``5e-4, 1e-3 at 8L768D, 12L768D; 1e-3 at 8L512D`` (one
+    list where every size ran the same)."""
+    if isinstance(lrs, dict) and len({tuple(rates) for rates in lrs.values()}) == 1:
+        lrs = next(iter(lrs.values()))
     if not isinstance(lrs, dict):
         return ", ".join(lr_text(lr) for lr in lrs) or "unknown"
     groups: dict[tuple, list[str]] = {}

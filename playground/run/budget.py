@@ -19,8 +19,8 @@ A run whose estimate exceeds the device's whole memory is refused (:func:`check_
 keys of the largest part); one that exceeds what is free now gets a warning with the estimate.
 Against the peaks the compiled CUDA runs of ``results/mini/runs`` measured
 (``torch.cuda.max_memory_allocated``, H100 and H200, 2026-11-24 to 12-05), measured ÷ estimated is
-0.82-1.04 for the 80 Llama fig7 runs where the training step sets the peak (Depo, Brevo, Mano),
-0.82-1.13 over the 226 records of every backbone at 8L512D and above, up to 1.30 for the 4L128D
+0.82-1.04 for the 88 Llama fig7 runs where the training step sets the peak (Depo, Brevo, Mano),
+0.82-1.13 over the 232 records of every backbone at 8L512D and above, up to 1.30 for the 4L128D
 runs (length generalisation). Not counted is what an evaluation holds
 at its own batch (``train.eval_batch_size``): Lano's, with its generation's decoding cache,
 peaked at up to 2.2 × the estimate. Runs sharing a GPU
