@@ -295,11 +295,12 @@ def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
     cells ran more than one learning rate, the cell's (``lr 5e-4``; ``lr 1e-3 / 5e-4`` where
     the sides' best rates differ, without / with)."""
     scale, unit = (100, " pt") if percent else (1, "")
-    several = len(set(table["lr_without"]) | set(table["lr_with"])) > 1
+    sides = ("lr_without", "lr_with")
+    several = len({lr for side in sides for lr in table[side].dropna()}) > 1
 
     def text(g: pd.Series) -> str:
-        rates = dict.fromkeys(plots.lr_text(g[side]) for side in ("lr_without", "lr_with"))
-        lr = f", lr {' / '.join(rates)}" if several else ""
+        rates = dict.fromkeys(plots.lr_text(g[s]) for s in sides if several and not pd.isna(g[s]))
+        lr = f", lr {' / '.join(rates)}" if rates else ""
         return f"{scale * g['gain']:+#.3g}{unit} ({g['seeds_without']} + {g['seeds_with']}{lr})"
 
     return _tables(table, ["panel", "architecture", "canon"],
