@@ -299,8 +299,8 @@ def gaps_markdown(table: pd.DataFrame, percent: bool) -> str:
     several = len({lr for side in sides for lr in table[side].dropna()}) > 1
 
     def text(g: pd.Series) -> str:
-        rates = dict.fromkeys(plots.lr_text(g[s]) for s in sides if several and not pd.isna(g[s]))
-        lr = f", lr {' / '.join(rates)}" if rates else ""
+        rates = dict.fromkeys(plots.lr_text(g[s]) for s in sides if not pd.isna(g[s]))
+        lr = f", lr {' / '.join(rates)}" if several and rates else ""
         return f"{scale * g['gain']:+#.3g}{unit} ({g['seeds_without']} + {g['seeds_with']}{lr})"
 
     return _tables(table, ["panel", "architecture", "canon"],

@@ -145,8 +145,7 @@ def lrs_text(lrs) -> str:
     """Learning rates as the paper writes them, ``5e-4, 1e-3``; a dict of size -> rates whose
     sizes ran different ones, by size: ``5e-4, 1e-3 at 8L768D, 12L768D; 1e-3 at 8L512D`` (one
     list where every size ran the same)."""
-    if isinstance(lrs, dict) and len({tuple(rates) for rates in lrs.values()}) == 1:
-        lrs = next(iter(lrs.values()))
+    lrs = _one_list_if_alike(lrs)
     if not isinstance(lrs, dict):
         return ", ".join(lr_text(lr) for lr in lrs) or "unknown"
     groups: dict[tuple, list[str]] = {}
@@ -154,6 +153,13 @@ def lrs_text(lrs) -> str:
         groups.setdefault(tuple(lrs[size]), []).append(size)
     return "; ".join(f"{lrs_text(rates)} at {', '.join(sizes)}"
                      for rates, sizes in sorted(groups.items(), key=lambda g: -len(g[0])))
+
+
+def _one_list_if_alike(lrs):
+    """``lrs`` (a list, or a dict of size -> rates) as one list where every size ran the same."""
+    if isinstance(lrs, dict) and len({tuple(rates) for rates in lrs.values()}) <= 1:
+        return next(iter(lrs.values()), [])
+    return lrs
 
 
 def describe_cells(cells: pd.DataFrame, agg: str = "best", lrs=None) -> str:
@@ -165,10 +171,8 @@ def describe_cells(cells: pd.DataFrame, agg: str = "best", lrs=None) -> str:
     if lrs is None:
         lrs = done["lr"] if "lr" in done else []
     if isinstance(lrs, dict):
-        lrs = {size: sorted({float(lr) for lr in rates if not pd.isna(lr)})
-               for size, rates in lrs.items()}
-        if len({tuple(rates) for rates in lrs.values()}) <= 1:  # every size ran the same
-            lrs = next(iter(lrs.values()), [])
+        lrs = _one_list_if_alike({size: sorted({float(lr) for lr in rates if not pd.isna(lr)})
+                                  for size, rates in lrs.items()})
     if not isinstance(lrs, dict):
         lrs = sorted({float(lr) for lr in lrs if not pd.isna(lr)})
     listed = lrs_text(lrs)
