@@ -18,8 +18,9 @@
 #   run that ends in the call comes back with its answer: a run short enough can take one call, no
 #   call boundary in its way), then print the launch's last lines and each new run's last
 #   training row. poll on a machine without a launch (the hold was lost): say so, exit 3.
-# Carry only the wheels the runs import (docs/reproducing_figures.md names them): the tree that travels is near its
-#   64 MiB limit (the tracked files 64.1 MB as a tar on 2026-12-05; all seven wheels no longer fit beside them).
+# Carry only the wheels the runs import (docs/reproducing_figures.md names them): the tree that travels has a
+#   64 MiB limit (the tracked files 54.9 MB as a tar on 2026-12-07, the committed records' metrics.jsonl packed by
+#   results/mini/regenerate.sh; 64.1 MB before, when all seven wheels no longer fit beside them).
 # Run the dry run first, here: the same SWEEP ARG ... with gpus=<the machine's> deadline=<s>
 # dry_run=true. Records: copy this call sequence into the dated folder of the campaign.
 # HOLD_LEFT_S: a machine's start counts in its hold and may take minutes (8 on 2026-12-05), so start it with a

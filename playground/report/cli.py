@@ -22,8 +22,8 @@ from playground.report import cells as aggregate
 from playground.report import plots, site
 from playground.report.cells import capo_table
 from playground.report.plots import plot_capo, save_figure
-from playground.report.table import check_integrity, load_runs, planned_runs
-from playground.run.rundir import MetricsLog
+from playground.report.table import check_integrity, load_runs, planned_runs, run_dirs
+from playground.run.rundir import MetricsLog, read_json
 from playground.sweep.spec import find_sweep_file, read_sweep_file, report_metrics
 
 OUT = {"out": ("", "output folder (default: RESULTS/report)"),
@@ -636,6 +636,32 @@ def cmd_findings(args: Args) -> int:
     return 0
 
 
+def cmd_pack(args: Args) -> int:
+    """Pack the ``metrics.jsonl`` of every finished run under RESULTS (``MetricsLog.pack``);
+    runs not finished keep theirs as they are."""
+    root = Path(args.positional[0])
+    if not root.is_dir():
+        raise ConfigError(f"RESULTS={root} is not a folder of run directories")
+    packed, before, after, left, already = 0, 0, 0, [], 0
+    for d in run_dirs(root):
+        try:
+            finished = read_json(d / "summary.json").get("status") == "finished"
+        except (OSError, ValueError, AttributeError):
+            finished = False
+        if not finished:
+            left.append(d)
+            continue
+        if (sizes := MetricsLog(d / "metrics.jsonl").pack()) is None:
+            already += 1
+        else:
+            packed, before, after = packed + 1, before + sizes[0], after + sizes[1]
+    print(f"packed the metrics.jsonl of {packed} finished run(s) under {root}"
+          + (f": {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB" if packed else "")
+          + (f"; {already} packed already (or without a log)" if already else "")
+          + (f"; {len(left)} not finished, left as they are" if left else ""))
+    return 0
+
+
 R = ("RESULTS",)
 COMMANDS = [
     Command("heatmap", "3×4 heatmaps per task panel and variant (best over lr and seeds)",
@@ -728,6 +754,9 @@ COMMANDS = [
                                          "(the first intervals hold compilation)"),
              "spike": ("10", "a log interval whose largest gradient norm passes this counts")},
             R, examples=("playground-report record results/mini/runs size=8L768D out=/tmp/rec",)),
+    Command("pack", "keep each finished run's metrics.jsonl as metrics.jsonl.gz, about a quarter "
+                    "of the bytes (every command reads either; a resumed run unpacks it)",
+            cmd_pack, {}, R, examples=("playground-report pack results/mini/runs",)),
     Command("site", "a static results browser (HTML + one JS + CSS + SVG; "
                     "opens from index.html, no server)",
             cmd_site,

@@ -1,7 +1,8 @@
 """The run directory, the only source of truth for results, and what a run records of itself.
 
 ``results/<sweep>/<run>/`` holds ``config.yaml`` (resolved), ``metrics.jsonl`` (one JSON object
-per log/eval step), ``summary.json`` (final metrics, parameter counts, git SHA, wall time,
+per log/eval step; a finished run's may be kept packed, ``metrics.jsonl.gz``: :class:`MetricsLog`),
+``summary.json`` (final metrics, parameter counts, git SHA, wall time,
 status, the command line), ``train.log`` (what the run printed: ``playground.run.runlog``),
 with ``train.save_samples`` ``eval_samples.jsonl`` (the last evaluation's per-question records,
 ``Task.eval_records``) and ``checkpoints/`` (each with the resolved config inside, so one file
@@ -15,6 +16,7 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import gzip
 import hashlib
 import json
 import os
@@ -258,21 +260,45 @@ def locate(dcfg: DictConfig) -> Path:
 
 class MetricsLog:
     """Append-only ``metrics.jsonl``; on resume, records after the checkpoint step are dropped so
-    the file reads as if the run had never been interrupted."""
+    the file reads as if the run had never been interrupted. A finished run's log may be kept
+    packed, ``metrics.jsonl.gz`` in its place (:meth:`pack`, ``playground-report pack``: about a
+    quarter of the bytes): it reads the same, and a write unpacks it first."""
 
     def __init__(self, path: Path):
-        self.path = path
+        self.path = Path(path)
+        self.packed = self.path.with_name(self.path.name + ".gz")
 
     def append(self, record: dict) -> None:
+        self._unpack()
         with open(self.path, "a") as f:
             f.write(json.dumps(json_safe(record), sort_keys=True) + "\n")
+
+    def _text(self) -> str | None:
+        """The log's text, from whichever of the plain and the packed file is there (None if
+        neither); both there is an error naming them."""
+        if self.packed.exists():
+            if self.path.exists():
+                raise ConfigError(f"{self.path} and {self.packed.name} are both there, one log "
+                                  "twice: keep the run's own (the plain one, if it was written "
+                                  "after the packing) and delete the other")
+            try:
+                return gzip.decompress(self.packed.read_bytes()).decode()
+            except (OSError, EOFError, UnicodeDecodeError) as err:
+                raise ConfigError(f"{self.packed} cannot be unpacked ({err}): the file was "
+                                  "damaged; restore it from the run's copy") from None
+        return self.path.read_text() if self.path.exists() else None
+
+    def _unpack(self) -> None:
+        if self.packed.exists():
+            atomic_write(self.path, self._text().encode())
+            self.packed.unlink()
 
     def records(self) -> list[dict]:
         """Every record. A last line without its newline (cut by a kill during the append) is
         dropped; any other line that is not a JSON record is an error naming the file and line."""
-        if not self.path.exists():
+        text = self._text()
+        if text is None:
             return []
-        text = self.path.read_text()
         lines = text.splitlines()
         out = []
         for number, line in enumerate(lines, 1):
@@ -283,7 +309,8 @@ class MetricsLog:
             if isinstance(record, dict):
                 out.append(record)
             elif not (number == len(lines) and not text.endswith("\n")):
-                raise ConfigError(f"{self.path}, line {number}, is not a JSON record "
+                where = self.path if self.path.exists() else self.packed
+                raise ConfigError(f"{where}, line {number}, is not a JSON record "
                                   f"({line[:60]!r}): the file was damaged; delete or repair that "
                                   "line, then run again")
         return out
@@ -292,6 +319,23 @@ class MetricsLog:
         kept = [r for r in self.records() if r["step"] <= step]
         atomic_write(self.path,
                      "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept).encode())
+        self.packed.unlink(missing_ok=True)
+
+    def pack(self) -> tuple[int, int] | None:
+        """Replace the plain log by ``metrics.jsonl.gz``, the same bytes compressed (the same
+        packed bytes for the same log: no time or name in its header); (bytes before, after), or
+        None where there is no plain log (never written, or packed already)."""
+        if not self.path.exists():
+            return None
+        self._text()  # both the plain and the packed log there: an error naming them
+        raw = self.path.read_bytes()
+        packed = gzip.compress(raw, compresslevel=9, mtime=0)
+        if gzip.decompress(packed) != raw:  # not expected; the plain log stays where it is
+            raise ConfigError(f"{self.path}: its packed copy does not read back the same; "
+                              "left unpacked")
+        atomic_write(self.packed, packed)
+        self.path.unlink()
+        return len(raw), len(packed)
 
 
 def _sha256(path: Path) -> str:

@@ -3,8 +3,10 @@
 # the fig7 panel folders, the findings (with the blocks of README.md and results/mini/README.md
 # they update), the results browser (docs/site) and the cost estimate's check. Run from the
 # repository root, after new records are added under results/mini/runs; records unchanged, it
-# rewrites the same bytes. About 2.5 minutes on 2 cores.
+# rewrites the same bytes. About 2.5 minutes on 2 cores. New finished records are packed first
+# (each metrics.jsonl as metrics.jsonl.gz: `playground-report pack`).
 set -euo pipefail
+playground-report pack results/mini/runs
 for panel in depo1_K4 mano lano brevo1; do
   playground-report panel results/mini/runs/fig7_mini panel=$panel grid=fig7:mini \
     out=results/mini/fig7_$panel > /dev/null
