@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,21 @@ def test_the_committed_records_are_packed():
     assert len(finished) >= 323
     assert [str(d) for d in finished if (d / "metrics.jsonl").exists()] == []
     assert all((d / "metrics.jsonl.gz").exists() for d in finished)
+
+
+def test_a_packed_run_started_anew_begins_an_empty_log(tmp_path):
+    """``train.resume=never`` over a finished run whose log is packed: the new run's log holds its
+    own steps only (the packed one is removed with the plain one, never unpacked into it)."""
+    out = tmp_path / "run"
+    tiny = ["wandb.mode=disabled", "train.progress=false", "train.device=cpu", "task=mqar_tiny",
+            "size=2L64D", "train.batch_size=4", "train.log_every=1", "train.eval_every=100",
+            "train.warmup_steps=1",
+            f"out_dir={out}"]
+    train = [sys.executable, "-m", "playground.run.train", *tiny]
+    subprocess.run([*train, "train.steps=4"], check=True, capture_output=True)
+    log = runs.MetricsLog(out / "metrics.jsonl")
+    assert log.pack() is not None
+    subprocess.run([*train, "train.steps=2", "train.resume=never"], check=True,
+                   capture_output=True)
+    assert not log.packed.exists()
+    assert [r["step"] for r in log.records() if r["split"] == "train"] == [1, 2]

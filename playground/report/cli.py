@@ -54,11 +54,16 @@ FILTERS = (("panel", "record.task.panel"), ("row", "record.task.row"),
            ("size", "record.size.label"))
 
 
-def _runs(args: Args) -> pd.DataFrame:
-    check_writable(_out(args), "out")
+def _results(args: Args) -> Path:
     results = Path(args.positional[0])
     if not results.is_dir():
         raise ConfigError(f"RESULTS={results} is invalid: expected a folder of run directories")
+    return results
+
+
+def _runs(args: Args) -> pd.DataFrame:
+    check_writable(_out(args), "out")
+    results = _results(args)
     frame = load_runs(results, args.flag("strict"))
     if frame.empty:
         print(f"playground-report: no run directory under {results}", file=sys.stderr)
@@ -639,9 +644,7 @@ def cmd_findings(args: Args) -> int:
 def cmd_pack(args: Args) -> int:
     """Pack the ``metrics.jsonl`` of every finished run under RESULTS (``MetricsLog.pack``);
     runs not finished keep theirs as they are."""
-    root = Path(args.positional[0])
-    if not root.is_dir():
-        raise ConfigError(f"RESULTS={root} is not a folder of run directories")
+    root = _results(args)
     packed, before, after, left, already = 0, 0, 0, [], 0
     for d in run_dirs(root):
         try:

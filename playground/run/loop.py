@@ -273,7 +273,7 @@ class Trainer:
         if found is None:
             barrier()  # every rank has looked before rank 0 clears anything
             if self.main:
-                self.log.path.unlink(missing_ok=True)
+                self.log.clear()
                 for p in ckpt_dir.glob("step_*") if ckpt_dir.is_dir() else []:
                     p.unlink()
             return False

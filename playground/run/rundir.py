@@ -273,14 +273,25 @@ class MetricsLog:
         with open(self.path, "a") as f:
             f.write(json.dumps(json_safe(record), sort_keys=True) + "\n")
 
+    def clear(self) -> None:
+        """Remove the log, plain or packed (a run that starts from step 0)."""
+        self.path.unlink(missing_ok=True)
+        self.packed.unlink(missing_ok=True)
+
+    def _is_packed(self) -> bool:
+        """Whether the log is the packed file; the plain one there too is an error naming both."""
+        if not self.packed.exists():
+            return False
+        if self.path.exists():
+            raise ConfigError(f"{self.path} and {self.packed.name} are both there, one log "
+                              "twice: keep the run's own (the plain one, if it was written "
+                              "after the packing) and delete the other")
+        return True
+
     def _text(self) -> str | None:
         """The log's text, from whichever of the plain and the packed file is there (None if
-        neither); both there is an error naming them."""
-        if self.packed.exists():
-            if self.path.exists():
-                raise ConfigError(f"{self.path} and {self.packed.name} are both there, one log "
-                                  "twice: keep the run's own (the plain one, if it was written "
-                                  "after the packing) and delete the other")
+        neither)."""
+        if self._is_packed():
             try:
                 return gzip.decompress(self.packed.read_bytes()).decode()
             except (OSError, EOFError, UnicodeDecodeError) as err:
@@ -325,9 +336,8 @@ class MetricsLog:
         """Replace the plain log by ``metrics.jsonl.gz``, the same bytes compressed (the same
         packed bytes for the same log: no time or name in its header); (bytes before, after), or
         None where there is no plain log (never written, or packed already)."""
-        if not self.path.exists():
+        if not self.path.exists() or self._is_packed():  # both there: an error naming them
             return None
-        self._text()  # both the plain and the packed log there: an error naming them
         raw = self.path.read_bytes()
         packed = gzip.compress(raw, compresslevel=9, mtime=0)
         if gzip.decompress(packed) != raw:  # not expected; the plain log stays where it is
